@@ -1,0 +1,76 @@
+"""The `awm` command. Each area owns a Typer sub-app in its own module; this file only mounts them.
+
+User errors (`AwmError`) print one sentence and exit 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from awm.errors import AwmError
+
+app = typer.Typer(
+    name="awm",
+    help="Agent Workflow Memory for web agents.\n\nExample: awm doctor",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _mount() -> None:
+    from awm import doctor
+    from awm.actions_cli import app as actions_app
+    from awm.llm.commands import app as llm_app
+
+    app.command("doctor")(doctor.doctor_command)
+    app.add_typer(llm_app, name="llm")
+    app.add_typer(actions_app, name="actions")
+    for module, name in (
+        ("awm.memory.commands", "memory"),
+        ("awm.traces.commands", "traces"),
+    ):
+        try:
+            sub = __import__(module, fromlist=["app"]).app
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        app.add_typer(sub, name=name)
+    for module in ("awm.induction.commands", "awm.webarena.commands"):
+        try:
+            register = __import__(module, fromlist=["register"]).register
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+            continue
+        register(app)
+
+
+_mount()
+
+
+def main() -> None:
+    """Entry point: run the app, turning user errors into one line and exit code 2."""
+    try:
+        app(standalone_mode=False)
+    except AwmError as exc:
+        typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
+        sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        sys.exit(1)
+    except Exception as exc:  # click usage errors arrive here in non-standalone mode
+        import click
+
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(2)
+        raise
+
+
+if __name__ == "__main__":
+    main()

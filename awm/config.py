@@ -1,0 +1,140 @@
+"""Typed settings: defaults < configs/*.toml < environment < CLI flags; a hash goes with every result.
+
+Why one object: limits, endpoints and paths are read in one place, so a run's behaviour is fully
+described by `Settings` and its `config_hash`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from awm.errors import ConfigError
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+Backend = Literal["auto", "local", "openai", "anthropic"]
+
+
+def awm_home() -> Path:
+    """Where set-up puts assets (model file, tiktoken cache, Playwright bridge): `$AWM_HOME` or `./.awm`."""
+    env = os.environ.get("AWM_HOME")
+    return Path(env).expanduser().resolve() if env else PROJECT_ROOT / ".awm"
+
+
+class Price(BaseModel):
+    """US dollars per million tokens."""
+
+    prompt: float = 0.0
+    completion: float = 0.0
+
+
+DEFAULT_PRICES: dict[str, Price] = {
+    "gpt-4o": Price(prompt=2.5, completion=10.0),
+    "gpt-4o-mini": Price(prompt=0.15, completion=0.6),
+    "gpt-4.1": Price(prompt=2.0, completion=8.0),
+    "gpt-4.1-mini": Price(prompt=0.4, completion=1.6),
+    "claude-sonnet-4-5": Price(prompt=3.0, completion=15.0),
+    "claude-haiku-4-5": Price(prompt=1.0, completion=5.0),
+    "deepseek-chat": Price(prompt=0.27, completion=1.1),
+}
+
+
+class LLMSettings(BaseModel):
+    """Which model to call and how hard to try."""
+
+    backend: Backend = "auto"
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = Field(default=None, repr=False)
+    temperature: float = 0.0
+    max_tokens: int = 256
+    timeout_s: float = 120.0
+    max_attempts: int = 6
+    max_retry_seconds: float = 240.0
+    context_window: int = 8192
+    cache: bool = True
+    prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+    local_model_path: Path | None = None
+    local_threads: int = 2
+
+    def resolved_backend(self) -> Literal["local", "openai", "anthropic"]:
+        """`auto` means: a configured endpoint or key wins, else the embedded local model."""
+        if self.backend != "auto":
+            return self.backend
+        if self.base_url or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_KEY"):
+            return "openai"
+        if os.environ.get("ANTHROPIC_API_KEY"):
+            return "anthropic"
+        return "local"
+
+
+class Settings(BaseModel):
+    """Everything a run depends on."""
+
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    home: Path = Field(default_factory=awm_home)
+    memory_db: Path = PROJECT_ROOT / "workflows" / "memory.sqlite"
+    runs_dir: Path = Path("runs")
+
+    @property
+    def cache_db(self) -> Path:
+        return self.home / "cache" / "llm.sqlite"
+
+    @property
+    def model_file(self) -> Path:
+        return self.llm.local_model_path or (self.home / "models" / "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf")
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        elif value is not None:
+            out[key] = value
+    return out
+
+
+def _env_overrides() -> dict[str, Any]:
+    llm: dict[str, Any] = {}
+    if os.environ.get("AWM_BACKEND"):
+        llm["backend"] = os.environ["AWM_BACKEND"]
+    if os.environ.get("AWM_MODEL"):
+        llm["model"] = os.environ["AWM_MODEL"]
+    if os.environ.get("AWM_MEMORY_DB"):
+        return {"llm": llm, "memory_db": os.environ["AWM_MEMORY_DB"]}
+    return {"llm": llm}
+
+
+def load_settings(config_path: Path | None = None, overrides: dict[str, Any] | None = None) -> Settings:
+    """Build settings from a TOML file, the environment and explicit overrides (highest wins)."""
+    data: dict[str, Any] = {}
+    if config_path is not None:
+        try:
+            data = tomllib.loads(Path(config_path).read_text())
+        except FileNotFoundError:
+            raise ConfigError(f"config file {config_path} does not exist") from None
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"config file {config_path} is not valid TOML: {exc}") from None
+    data = _deep_merge(data, _env_overrides())
+    data = _deep_merge(data, overrides or {})
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        source = f" in {config_path}" if config_path else ""
+        raise ConfigError(f"setting '{where}'{source}: {first['msg']} (got {first.get('input')!r})") from None
+
+
+def config_hash(settings: Settings) -> str:
+    """A short, stable hash of everything that changes results (secrets and paths excluded)."""
+    payload = settings.model_dump(mode="json", exclude={"home": True, "llm": {"api_key"}})
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]

@@ -1,0 +1,58 @@
+"""The client interface every backend implements: messages in; text, usage and timing out."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Protocol
+
+from pydantic import BaseModel, Field
+
+
+class ChatRequest(BaseModel):
+    """One chat call. `grammar` (GBNF) and `json_schema` are passed to backends that support them."""
+
+    messages: list[dict[str, str]]
+    temperature: float = 0.0
+    max_tokens: int = 256
+    stop: list[str] | None = None
+    seed: int | None = None
+    grammar: str | None = None
+    json_schema: dict[str, Any] | None = None
+    purpose: str = "actor"  # actor | judge | induction | other: usage is accounted per component
+
+    @property
+    def deterministic(self) -> bool:
+        """Only deterministic requests are served from the response cache."""
+        return self.temperature == 0.0 or self.seed is not None
+
+    def cache_key(self, backend: str, model: str) -> str:
+        payload = self.model_dump(mode="json", exclude={"purpose"})
+        payload.update(backend=backend, model=model)
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+class ChatResult(BaseModel):
+    text: str
+    usage: Usage = Field(default_factory=Usage)
+    seconds: float = 0.0
+    backend: str = ""
+    model: str = ""
+    cached: bool = False
+    attempts: int = 1
+    stripped_tokens: list[str] = Field(default_factory=list)  # chat-template tokens removed from the reply
+
+
+class LLMClient(Protocol):
+    """What the agent, the judge and the inducer call. Backends are small classes behind it."""
+
+    backend: str
+    model: str
+
+    def chat(self, request: ChatRequest) -> ChatResult: ...

@@ -1,0 +1,170 @@
+"""Task, Step, Verdict and Trajectory: the one record every consumer writes and every inducer reads.
+
+Stored as JSON (never Python repr), validated on load, so a log file is data, never code.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from awm.errors import DataError
+
+# The outcome classes of one step. `ok` means the action was parsed and executed.
+StepOutcome = Literal[
+    "ok",
+    "parse_error",
+    "target_not_found",
+    "not_interactable",
+    "action_error",
+    "no_progress",
+    "budget_exhausted",
+    "llm_error",
+    "env_error",
+    "context_overflow",
+]
+
+# How an episode ended.
+EpisodeEnd = Literal["done", "answered", "infeasible", "max_steps", "stuck", "budget_exhausted", "llm_error", "env_error", "timeout", "running"]
+
+JudgeLabel = Literal["success", "failure", "unknown"]
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Task(BaseModel):
+    """What to solve. `scope` selects memory (e.g. ``miniwob/login-user`` or ``mind2web/exploretock``)."""
+
+    task_id: str
+    goal: str = ""
+    scope: str
+    benchmark: str
+    seed: int | None = None
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def key(self) -> str:
+        """Unique key for joining results to tasks: id plus seed, never file order."""
+        return self.task_id if self.seed is None else f"{self.task_id}#{self.seed}"
+
+
+class TargetDesc(BaseModel):
+    """What an action acted on, described so it holds on another page: role plus label or text."""
+
+    role: str = ""
+    label: str = ""
+
+    def render(self) -> str:
+        return f"[{self.role}] {self.label}".strip() if self.role else self.label
+
+
+class Step(BaseModel):
+    """One parse -> execute -> feedback -> observe cycle."""
+
+    index: int
+    url: str = ""
+    observation: str = ""  # the (pruned) observation text the model saw
+    fingerprint: str = ""
+    model_output: str = ""
+    thought: str = ""
+    action: dict[str, Any] | None = None  # awm.actions.Action as JSON: {"name": ..., "args": {...}}
+    action_str: str = ""  # the exact string that was executed (rendered by awm.actions)
+    target: TargetDesc | None = None
+    outcome: StepOutcome = "ok"
+    error: str = ""
+    feedback: str = ""
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_calls: int = 0
+    screenshot: str | None = None
+
+
+class Verdict(BaseModel):
+    """Ground truth, an LLM judge's label, or both. `unknown` is never success."""
+
+    reward: float | None = None
+    judge: JudgeLabel | None = None
+    judge_reason: str = ""
+
+    def success(self, rule: Literal["gt", "judge", "both", "any"]) -> bool:
+        """Whether this verdict admits the trajectory under an admission rule."""
+        gt = self.reward is not None and self.reward > 0
+        judged = self.judge == "success"
+        if rule == "gt":
+            return gt
+        if rule == "judge":
+            return judged
+        if rule == "both":
+            return gt and judged
+        return gt or judged
+
+
+class Trajectory(BaseModel):
+    """An episode: the task, its steps, how it ended, and what memory it saw."""
+
+    trajectory_id: str
+    task: Task
+    steps: list[Step] = Field(default_factory=list)
+    end: EpisodeEnd = "running"
+    final_answer: str = ""
+    verdict: Verdict = Field(default_factory=Verdict)
+    model: str = ""
+    memory_scope: str | None = None
+    memory_version: int | None = None
+    workflows_used: list[str] = Field(default_factory=list)
+    started_at: str = Field(default_factory=utc_now)
+    seconds: float = 0.0
+    meta: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(s.prompt_tokens for s in self.steps)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(s.completion_tokens for s in self.steps)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2)
+
+
+def load_trajectory(path: Path) -> Trajectory:
+    """Read one trajectory JSON file, with an error that names the file and the field."""
+    try:
+        return Trajectory.model_validate_json(Path(path).read_text())
+    except FileNotFoundError:
+        raise DataError(f"{path}: no such trajectory file") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise DataError(f"{path}: field '{where}': {first['msg']}") from None
+
+
+def save_trajectory(trajectory: Trajectory, path: Path) -> None:
+    """Write atomically (temp file, then rename) so a crash never leaves half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(trajectory.to_json())
+    tmp.replace(path)
+
+
+def load_trajectories(folder: Path) -> list[Trajectory]:
+    """All `*.json` trajectories under a folder, sorted by task key then id (never directory order)."""
+    found = [load_trajectory(p) for p in sorted(Path(folder).rglob("*.json")) if _looks_like_trajectory(p)]
+    return sorted(found, key=lambda t: (t.task.key, t.trajectory_id))
+
+
+def _looks_like_trajectory(path: Path) -> bool:
+    try:
+        head = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(head, dict) and "trajectory_id" in head and "task" in head
