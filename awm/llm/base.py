@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 class ChatRequest(BaseModel):
     """One chat call. `grammar` (GBNF) and `json_schema` are passed to backends that support them."""
 
-    messages: list[dict[str, str]]
+    messages: list[dict[str, Any]]  # OpenAI-style; content may be a list of parts (vision)
     temperature: float = 0.0
     max_tokens: int = 256
     stop: list[str] | None = None

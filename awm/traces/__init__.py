@@ -1,0 +1,189 @@
+"""Traces: every step of every episode, written as it happens, and read back for viewing.
+
+A run folder holds `run.sqlite` (the run database), `events.jsonl` (the event log),
+`screenshots/<episode>/<step>.png` and `trajectories/<episode_id>.json` (written on episode end).
+`RunRecorder` is the one object a runner uses; `open_run` is the read side.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+from awm.errors import ConfigError, DataError
+from awm.trajectory import Step, Trajectory, Verdict, load_trajectory, save_trajectory, utc_now
+
+from .db import (
+    DB_NAME,
+    EVENTS_NAME,
+    EpisodeRow,
+    RunDatabase,
+    RunRow,
+    RunWriter,
+    StepRow,
+    open_run,
+    screenshot_relpath,
+    step_values,
+    trajectory_path,
+)
+from .events import Event, EventLog, episode_end_data, episode_start_data, read_events, step_data
+
+__all__ = [
+    "EpisodeRow",
+    "Event",
+    "RunDatabase",
+    "RunRecorder",
+    "RunRow",
+    "StepRow",
+    "open_run",
+    "read_events",
+]
+
+
+class RunRecorder:
+    """Writes a run folder as the run goes. Call it from the driver process only.
+
+    Opening an existing run folder resumes it (same run id), but only with the same config hash:
+    mixing two configurations in one run would make its numbers meaningless.
+    """
+
+    def __init__(self, run_dir: Path, *, config: dict[str, Any], config_hash: str, name: str = "") -> None:
+        self.run_dir = Path(run_dir)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._db = RunWriter(self.run_dir / DB_NAME)
+        existing = self._db.run_row()
+        if existing is None:
+            self.run_id = uuid.uuid4().hex[:12]
+            self._db.insert_run(
+                self.run_id,
+                name=name or self.run_dir.name,
+                created_at=utc_now(),
+                config=config,
+                config_hash=config_hash,
+            )
+            kind = "run_start"
+        else:
+            if existing["config_hash"] != config_hash:
+                self._db.close()
+                raise ConfigError(
+                    f"{self.run_dir}: this run was made with config hash {existing['config_hash']}, "
+                    f"not {config_hash}; resume it with the same config or choose a new run folder"
+                )
+            self.run_id = existing["id"]
+            self._db.set_run_status("running")
+            kind = "run_resume"
+        self._events = EventLog(self.run_dir / EVENTS_NAME)
+        self._events.append(
+            Event(kind=kind, run_id=self.run_id, data={"config_hash": config_hash, "name": name})
+        )
+        self._closed = False
+
+    def __enter__(self) -> RunRecorder:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        self.close(status="failed" if exc_type is not None else "done")
+
+    def start_episode(self, trajectory: Trajectory) -> None:
+        """Create the episode row (status running) before the first step, so a crash still shows it."""
+        self._db.upsert_episode(self.run_id, trajectory, status="running")
+        self._events.append(
+            Event(
+                kind="episode_start",
+                run_id=self.run_id,
+                episode_id=trajectory.trajectory_id,
+                data=episode_start_data(trajectory),
+            )
+        )
+
+    def record_step(
+        self,
+        trajectory: Trajectory,
+        step: Step,
+        screenshot_png: bytes | None = None,
+        *,
+        prompt_hash: str = "",
+    ) -> None:
+        """Write one step now (re-recording the same index replaces it).
+
+        A screenshot is saved under `screenshots/<episode>/<index>.png` and its run-relative path is
+        set on `step.screenshot`, so the trajectory JSON written at episode end points to it.
+        """
+        episode_id = trajectory.trajectory_id
+        screenshot = step.screenshot
+        if screenshot_png is not None:
+            screenshot = screenshot_relpath(episode_id, step.index)
+            path = self.run_dir / screenshot
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".png.tmp")
+            tmp.write_bytes(screenshot_png)
+            tmp.replace(path)
+            step.screenshot = screenshot
+        self._db.upsert_step(
+            step_values(
+                episode_id, step, prompt_hash=prompt_hash, screenshot=screenshot, recorded_at=utc_now()
+            )
+        )
+        self._events.append(
+            Event(
+                kind="step",
+                run_id=self.run_id,
+                episode_id=episode_id,
+                data=step_data(step, prompt_hash=prompt_hash, screenshot=screenshot),
+            )
+        )
+
+    def end_episode(self, trajectory: Trajectory) -> None:
+        """Close the episode: final row (end, verdict, seconds, tokens), any steps not yet recorded,
+        and the full trajectory JSON (atomic write)."""
+        episode_id = trajectory.trajectory_id
+        for step in trajectory.steps:  # back-fill only: rows written by record_step are kept as they are
+            self._db.upsert_step(
+                step_values(
+                    episode_id, step, prompt_hash="", screenshot=step.screenshot, recorded_at=utc_now()
+                ),
+                replace=False,
+            )
+        self._db.upsert_episode(self.run_id, trajectory, status="ended")
+        save_trajectory(trajectory, trajectory_path(self.run_dir, episode_id))
+        self._events.append(
+            Event(
+                kind="episode_end",
+                run_id=self.run_id,
+                episode_id=episode_id,
+                data=episode_end_data(trajectory),
+            )
+        )
+
+    def record_verdict(self, episode_id: str, verdict: Verdict) -> None:
+        """Store a verdict that came later (e.g. the judge's), in the database and the trajectory JSON."""
+        if self._db.set_verdict(episode_id, verdict) == 0:
+            raise DataError(f"{self.run_dir / DB_NAME}: no episode '{episode_id}' to record a verdict for")
+        path = trajectory_path(self.run_dir, episode_id)
+        if path.is_file():
+            trajectory = load_trajectory(path)
+            trajectory.verdict = verdict
+            save_trajectory(trajectory, path)
+        self._events.append(
+            Event(
+                kind="verdict",
+                run_id=self.run_id,
+                episode_id=episode_id,
+                data=verdict.model_dump(mode="json"),
+            )
+        )
+
+    def finished_episodes(self) -> set[str]:
+        """Task keys of ended episodes: what a resumed run skips."""
+        return self._db.ended_task_keys()
+
+    def close(self, status: str = "done") -> None:
+        """Mark the run `done` (or `failed`) and release the files; calling it twice is harmless."""
+        if self._closed:
+            return
+        self._closed = True
+        self._db.set_run_status(status)
+        self._events.append(Event(kind="run_close", run_id=self.run_id, data={"status": status}))
+        self._events.close()
+        self._db.close()

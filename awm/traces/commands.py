@@ -1,0 +1,90 @@
+"""`awm traces`: look at a run folder from the terminal (list runs, show episodes and steps, export)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from awm.trajectory import save_trajectory
+
+from .db import open_run
+from .viewer import episode_json, episode_view, episodes_table, find_runs, runs_table
+
+app = typer.Typer(
+    help="Inspect run folders: episodes, steps, verdicts, timings.\n\nExample: awm traces show runs/miniwob-1",
+    no_args_is_help=True,
+)
+
+RunDir = Annotated[Path, typer.Argument(help="A run folder (holds run.sqlite).", file_okay=False)]
+
+
+@app.command("list")
+def list_runs(
+    folder: Annotated[Path, typer.Argument(help="Folder to search for run folders.", file_okay=False)] = Path(
+        "runs"
+    ),
+) -> None:
+    """List the run folders under FOLDER with their status and counts.
+
+    Example: awm traces list runs
+    """
+    Console().print(runs_table(find_runs(folder)))
+
+
+@app.command("show")
+def show(
+    run_dir: RunDir,
+    episode: Annotated[str | None, typer.Argument(help="Episode id, unique id prefix, or task key.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    observation: Annotated[
+        bool,
+        typer.Option("--observation", "-o", help="Also print each step's observation and raw model output."),
+    ] = False,
+) -> None:
+    """Without EPISODE, a table of the run's episodes; with it, that episode step by step.
+
+    Example: awm traces show runs/miniwob-1 click-button#0
+    """
+    with open_run(run_dir) as db:
+        if episode is None:
+            run, episodes = db.run(), db.episodes()
+            if as_json:
+                payload = {
+                    "run": run.model_dump(mode="json"),
+                    "episodes": [e.model_dump(mode="json") for e in episodes],
+                }
+                typer.echo(json.dumps(payload, indent=2))
+            else:
+                Console().print(episodes_table(run, episodes))
+            return
+        row = db.find_episode(episode)
+        steps = db.steps(row.id)
+    if as_json:
+        typer.echo(json.dumps(episode_json(row, steps), indent=2))
+    else:
+        Console().print(episode_view(row, steps, show_observation=observation))
+
+
+@app.command("export")
+def export(
+    run_dir: RunDir,
+    episode: Annotated[str, typer.Argument(help="Episode id, unique id prefix, or task key.")],
+    out: Annotated[
+        Path | None, typer.Argument(help="Output file; stdout when omitted.", dir_okay=False)
+    ] = None,
+) -> None:
+    """Write an episode's full trajectory JSON (rebuilt from the database if the episode never ended).
+
+    Example: awm traces export runs/miniwob-1 click-button#0 click-button.json
+    """
+    with open_run(run_dir) as db:
+        trajectory = db.trajectory(episode)
+    if out is None:
+        typer.echo(trajectory.to_json())
+    else:
+        save_trajectory(trajectory, out)
+        typer.echo(f"wrote {out} ({len(trajectory.steps)} steps)", err=True)

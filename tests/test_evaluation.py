@@ -1,0 +1,238 @@
+"""Ground truth, the LLM judge (against the stub OpenAI-compatible server) and the judge audit."""
+
+from __future__ import annotations
+
+import base64
+import math
+
+import pytest
+
+from awm.config import load_settings
+from awm.errors import DataError
+from awm.evaluation import audit, judge_many, judge_trajectory, parse_judge_answer, verdict_from_reward
+from awm.evaluation.judge import judge_messages
+from awm.llm.factory import make_client
+from awm.trajectory import Step, Task, Trajectory, Verdict
+from tests.stub_llm_server import Reply, StubLLMServer
+
+
+def make_trajectory(
+    episode_id: str = "ep1", *, reward: float | None = None, judge: str | None = None, observation: str = ""
+) -> Trajectory:
+    task = Task(
+        task_id="miniwob.login-user",
+        goal="Log in as alice with password 123.",
+        scope="miniwob/login-user",
+        benchmark="miniwob",
+    )
+    steps = [
+        Step(index=0, action_str="fill('5', 'alice')", observation="[5] textbox 'Username'"),
+        Step(index=1, action_str="", outcome="parse_error", error="two actions in one answer"),
+        Step(index=2, action_str="click('9')", observation=observation or "[9] button 'Login'"),
+    ]
+    return Trajectory(
+        trajectory_id=episode_id,
+        task=task,
+        steps=steps,
+        end="done",
+        final_answer="Logged in.",
+        verdict=Verdict(reward=reward, judge=judge),  # type: ignore[arg-type]
+    )
+
+
+def stub_client(stub: StubLLMServer):
+    settings = load_settings(
+        overrides={
+            "llm": {
+                "backend": "openai",
+                "base_url": stub.base_url,
+                "api_key": "x",
+                "model": "stub",
+                "cache": False,
+            }
+        }
+    )
+    return make_client(settings)
+
+
+# --- ground truth -------------------------------------------------------------------------------
+
+
+def test_verdict_from_reward() -> None:
+    assert verdict_from_reward(None) == Verdict()
+    assert verdict_from_reward(1).reward == 1.0 and verdict_from_reward(1).success("gt")
+    assert not verdict_from_reward(0.0).success("gt")
+    with pytest.raises(DataError, match="finite"):
+        verdict_from_reward(math.nan)
+
+
+# --- parsing (pure) -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("raw", "label", "reason"),
+    [
+        (
+            '{"success": true, "reason": "The welcome page is shown."}',
+            "success",
+            "The welcome page is shown.",
+        ),
+        ('  {"success": false, "reason": "still on the form"}\n', "failure", "still on the form"),
+        ('```json\n{"success": false, "reason": "wrong user"}\n```', "failure", "wrong user"),
+        ('```\n{"success": true, "reason": "ok"}\n```', "success", "ok"),
+    ],
+)
+def test_parse_judge_answer_accepts_strict_json(raw: str, label: str, reason: str) -> None:
+    verdict = parse_judge_answer(raw)
+    assert (verdict.judge, verdict.judge_reason) == (label, reason)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "Yes, the agent succeeded.",
+        'The answer is {"success": true, "reason": "x"}',  # text around the object
+        '{"success": "true", "reason": "x"}',  # a string, not a boolean
+        '{"success": 1, "reason": "x"}',
+        '{"reason": "no success key"}',
+        '[{"success": true}]',
+        '{"success": true, "reason": 5}',
+        "",
+    ],
+)
+def test_parse_judge_answer_rejects_anything_else_as_unknown(raw: str) -> None:
+    verdict = parse_judge_answer(raw)
+    assert verdict.judge == "unknown"
+    assert not verdict.success("judge") and not verdict.success("any")
+    assert "unparseable judge answer" in verdict.judge_reason
+
+
+# --- the judge against the stub server ----------------------------------------------------------
+
+
+def test_judge_success_with_reason_and_request_shape() -> None:
+    traj = make_trajectory(reward=1.0, observation="[3] heading 'Welcome, alice'")
+    with StubLLMServer([Reply(text='{"success": true, "reason": "Welcome page for alice."}')]) as stub:
+        verdict = judge_trajectory(stub_client(stub), traj)
+        (request,) = stub.requests
+    assert verdict == Verdict(reward=1.0, judge="success", judge_reason="Welcome page for alice.")
+    body = request.body
+    assert body["temperature"] == 0.0
+    assert body["response_format"]["json_schema"]["schema"]["required"] == ["success", "reason"]
+    prompt = body["messages"][-1]["content"]
+    assert "Log in as alice with password 123." in prompt
+    assert "Logged in." in prompt
+    assert "0. fill('5', 'alice') -> ok" in prompt
+    assert "1. (no action) -> parse_error: two actions in one answer" in prompt
+    assert "Welcome, alice" in prompt
+
+
+def test_judge_fenced_failure_and_garbage_unknown() -> None:
+    replies = [
+        Reply(text='```json\n{"success": false, "reason": "Still on the login form."}\n```'),
+        Reply(text="I think it probably worked!"),
+    ]
+    with StubLLMServer(replies) as stub:
+        client = stub_client(stub)
+        fenced = judge_trajectory(client, make_trajectory(reward=0.0))
+        garbage = judge_trajectory(client, make_trajectory(reward=0.0))
+    assert (fenced.judge, fenced.judge_reason) == ("failure", "Still on the login form.")
+    assert garbage.judge == "unknown" and "I think it probably worked!" in garbage.judge_reason
+    assert not garbage.success("judge") and not garbage.success("any")
+
+
+def test_judge_truncates_the_final_page() -> None:
+    page = "HEAD-OF-PAGE " + "x" * 20_000 + " TAIL-OF-PAGE"
+    with StubLLMServer([Reply(text='{"success": false, "reason": "no"}')]) as stub:
+        judge_trajectory(stub_client(stub), make_trajectory(observation=page), max_observation_chars=1000)
+        prompt = stub.requests[0].body["messages"][-1]["content"]
+    assert "HEAD-OF-PAGE" in prompt and "TAIL-OF-PAGE" not in prompt
+    assert "more characters cut" in prompt
+    assert len(prompt) < 2500
+
+
+def test_judge_vision_sends_the_screenshot_as_a_data_url() -> None:
+    png = b"\x89PNG\r\n\x1a\nscreenshot"
+    messages = judge_messages(make_trajectory(), screenshot_png=png)
+    parts = messages[-1]["content"]
+    assert parts[0]["type"] == "text" and "Log in as alice" in parts[0]["text"]
+    url = parts[1]["image_url"]["url"]
+    assert url.startswith("data:image/png;base64,") and base64.b64decode(url.split(",", 1)[1]) == png
+    # Text mode is the default: the screenshot is only sent when vision is asked for.
+    with StubLLMServer(default=Reply(text='{"success": true, "reason": "ok"}')) as stub:
+        client = stub_client(stub)
+        judge_trajectory(client, make_trajectory(), screenshot_png=png)
+        judge_trajectory(client, make_trajectory(), vision=True, screenshot_png=png)
+        text_body, vision_body = (r.body for r in stub.requests)
+    assert isinstance(text_body["messages"][-1]["content"], str)
+    sent = vision_body["messages"][-1]["content"]
+    assert sent[1]["image_url"]["url"] == url
+
+
+def test_judge_many_keeps_order_rewards_and_calls_back() -> None:
+    trajectories = [make_trajectory("a", reward=1.0), make_trajectory("b", reward=0.0), make_trajectory("c")]
+    replies = [
+        Reply(text='{"success": true, "reason": "r1"}'),
+        Reply(text='{"success": false, "reason": "r2"}'),
+        Reply(text="nonsense"),
+    ]
+    seen: list[tuple[str, str | None]] = []
+    with StubLLMServer(replies) as stub:
+        verdicts = judge_many(
+            stub_client(stub),
+            trajectories,
+            on_verdict=lambda t, v: seen.append((t.trajectory_id, v.judge)),
+            show_progress=False,
+        )
+    assert [(v.reward, v.judge) for v in verdicts] == [(1.0, "success"), (0.0, "failure"), (None, "unknown")]
+    assert seen == [("a", "success"), ("b", "failure"), ("c", "unknown")]
+
+
+# --- audit --------------------------------------------------------------------------------------
+
+
+def test_audit_counts_by_hand() -> None:
+    rows = [
+        ("t1", 1.0, "success"),  # TP
+        ("t2", 0.5, "success"),  # TP (partial reward counts as success)
+        ("t3", 0.0, "success"),  # FP
+        ("t4", 1.0, "failure"),  # FN
+        ("t5", 0.0, "failure"),  # TN
+        ("t6", 0.0, "failure"),  # TN
+        ("t7", 1.0, "unknown"),  # unknown, ground truth success
+        ("t8", 0.0, None),  # no judge label: not compared
+        ("t9", None, "success"),  # no reward: not compared
+    ]
+    result = audit(make_trajectory(i, reward=r, judge=j) for i, r, j in rows)
+    assert (result.tp, result.fp, result.fn, result.tn, result.unknown) == (2, 1, 1, 2, 1)
+    assert (result.total, result.compared, result.missing, result.unknown_gt_success) == (9, 7, 2, 1)
+    assert result.precision == pytest.approx(2 / 3)
+    assert result.recall == pytest.approx(2 / 3)
+    assert result.accuracy == pytest.approx(4 / 6)
+    assert result.coverage == pytest.approx(6 / 7)
+    assert (
+        result.false_positive_ids == ["t3"]
+        and result.false_negative_ids == ["t4"]
+        and result.unknown_ids == ["t7"]
+    )
+    md = result.to_markdown()
+    assert "| judge success | 2 (TP) | 1 (FP) |" in md
+    assert "| judge unknown | 1 | 0 |" in md
+    assert "66.7%" in md and "85.7%" in md
+    assert "False positives (1): `t3`" in md
+    assert result.model_dump()["precision"] == pytest.approx(2 / 3)
+
+
+def test_audit_with_nothing_to_compare() -> None:
+    result = audit([make_trajectory(reward=1.0)])
+    assert result.compared == 0 and result.precision is None and result.accuracy is None
+    assert "n/a" in result.to_markdown()
+
+
+@pytest.mark.llm
+def test_judge_on_the_local_model_gives_a_parseable_verdict(local_llm) -> None:
+    """llama.cpp's json_schema constraint must make even the 1.5B model answer in the strict format."""
+    traj = make_trajectory(reward=1.0, observation="[3] heading 'Welcome, alice! You are logged in.'")
+    verdict = judge_trajectory(local_llm, traj)
+    assert verdict.judge in ("success", "failure"), verdict.judge_reason
+    assert verdict.judge_reason
