@@ -1,0 +1,19 @@
+# The two commands of the README. Both run the same idempotent set-up first.
+.PHONY: setup demo test lint bench
+VENV ?= .venv
+
+setup:
+	@bash scripts/setup.sh
+
+demo: setup
+	$(VENV)/bin/awm demo
+
+test: setup
+	$(VENV)/bin/ruff check awm tests scripts
+	$(VENV)/bin/python -m pytest -q
+
+lint: setup
+	$(VENV)/bin/ruff check awm tests scripts
+
+bench: setup
+	for b in scripts/bench_*.py; do $(VENV)/bin/python $$b || exit 1; done
