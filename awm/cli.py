@@ -55,7 +55,7 @@ _mount()
 def main() -> None:
     """Entry point: run the app, turning user errors into one line and exit code 2."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)  # click returns an Exit's code instead of raising it here
     except AwmError as exc:
         typer.secho(f"error: {exc}", err=True, fg=typer.colors.RED)
         sys.exit(exc.exit_code)
@@ -70,6 +70,7 @@ def main() -> None:
             exc.show()
             sys.exit(2)
         raise
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":
