@@ -52,6 +52,21 @@ def _mount() -> None:
 _mount()
 
 
+def _is_usage_error(exc: Exception) -> bool:
+    """Typer may bundle its own copy of click, so match click's exception class by either origin."""
+    classes = []
+    try:
+        from typer._click.exceptions import ClickException as bundled
+
+        classes.append(bundled)
+    except ImportError:
+        pass
+    import click
+
+    classes.append(click.ClickException)
+    return isinstance(exc, tuple(classes))
+
+
 def main() -> None:
     """Entry point: run the app, turning user errors into one line and exit code 2."""
     try:
@@ -63,10 +78,8 @@ def main() -> None:
         sys.exit(exc.exit_code)
     except typer.Abort:
         sys.exit(1)
-    except Exception as exc:  # click usage errors arrive here in non-standalone mode
-        import click
-
-        if isinstance(exc, click.ClickException):
+    except Exception as exc:  # usage errors (bad option, missing argument) arrive here in non-standalone mode
+        if _is_usage_error(exc):
             exc.show()
             sys.exit(2)
         raise
