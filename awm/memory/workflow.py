@@ -11,7 +11,7 @@ from awm.trajectory import TargetDesc, utc_now
 
 InductionMode = Literal["neural", "rule", "import", "manual"]
 
-PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)\}")
 
 
 class WorkflowStep(BaseModel):

@@ -1,0 +1,280 @@
+"""`awm memory`: inspect, diff, roll back, export and import versioned workflow memory.
+
+A thin shell over `WorkflowStore` and the text formats. Writes go through `WorkflowStore.update`
+(bounded re-base and retry), so a CLI import racing an online induction never loses either change.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from awm.errors import AwmError
+from awm.memory.store import WorkflowStore
+from awm.memory.text_format import parse_workflows, render_workflows
+from awm.memory.workflow import Provenance, Workflow
+
+app = typer.Typer(
+    help="Versioned workflow memory: scopes, log, show, diff, rollback, export, import.\n\n"
+    "Example: awm memory log miniwob/login-user",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option("--db", help="Memory database (default: settings.memory_db, workflows/memory.sqlite)."),
+]
+
+
+def _open(db: Path | None) -> WorkflowStore:
+    if db is None:
+        from awm.config import load_settings
+
+        db = load_settings().memory_db
+    return WorkflowStore(db)
+
+
+def style_for_scope(scope: str) -> Literal["mind2web", "webarena"]:
+    """Mind2Web scopes render in AWM's Mind2Web format; every browser scope in the WebArena format."""
+    return "mind2web" if scope.lower().startswith("mind2web") else "webarena"
+
+
+def _require_head(store: WorkflowStore, scope: str) -> int:
+    head = store.head_version(scope)
+    if head is None:
+        known = ", ".join(store.scopes()) or "none"
+        raise AwmError(f"{store.path}: no memory scope {scope!r} (known scopes: {known})")
+    return head
+
+
+def _echo_json(data: object) -> None:
+    typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
+
+
+@app.command("scopes")
+def scopes_command(
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False, db: DbOption = None
+):
+    """List the scopes that have memory, with their head version and size.
+
+    Example: awm memory scopes --json
+    """
+    with _open(db) as store:
+        rows = []
+        for scope in store.scopes():
+            info = store.log(scope)
+            head = store.head_version(scope)
+            current = next(v for v in info if v.version == head)
+            rows.append(
+                {"scope": scope, "head": head, "n_workflows": current.n_workflows, "versions": len(info)}
+            )
+    if json_out:
+        _echo_json(rows)
+        return
+    if not rows:
+        typer.echo("no memory scopes yet")
+    for row in rows:
+        typer.echo(
+            f"{row['scope']}\tversion {row['head']}\t{row['n_workflows']} workflows\t{row['versions']} versions"
+        )
+
+
+@app.command("log")
+def log_command(
+    scope: str,
+    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    db: DbOption = None,
+):
+    """Show every version of a scope, oldest first; the head is marked with *.
+
+    Example: awm memory log miniwob/login-user --json
+    """
+    with _open(db) as store:
+        head = _require_head(store, scope)
+        versions = store.log(scope)
+    if json_out:
+        _echo_json(
+            [
+                {
+                    "version": v.version,
+                    "parent": v.parent,
+                    "author": v.author,
+                    "created_at": v.created_at,
+                    "n_workflows": v.n_workflows,
+                    "message": v.message,
+                }
+                for v in versions
+            ]
+        )
+        return
+    for v in versions:
+        mark = "*" if v.version == head else " "
+        parent = "-" if v.parent is None else v.parent
+        message = f"\t{v.message}" if v.message else ""
+        typer.echo(
+            f"{mark} {v.version}\tparent {parent}\t{v.author}\t{v.created_at}\t{v.n_workflows} workflows{message}"
+        )
+
+
+@app.command("show")
+def show_command(
+    scope: str,
+    version: Annotated[
+        int | None, typer.Option("--version", help="Version to show (default: the head).")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="text (AWM format) or json.")] = "text",
+    style: Annotated[str, typer.Option("--style", help="Text style: auto, mind2web or webarena.")] = "auto",
+    db: DbOption = None,
+):
+    """Print a version's workflows as AWM text or JSON.
+
+    Example: awm memory show mind2web/aa --version 3 --format json
+    """
+    if fmt not in ("text", "json"):
+        raise AwmError(f"--format must be text or json, got {fmt!r}")
+    if style not in ("auto", "mind2web", "webarena"):
+        raise AwmError(f"--style must be auto, mind2web or webarena, got {style!r}")
+    with _open(db) as store:
+        number = version if version is not None else _require_head(store, scope)
+        snapshot = store.get(scope, number)
+    if fmt == "json":
+        _echo_json(
+            {
+                "scope": scope,
+                "version": snapshot.version,
+                "workflows": [w.model_dump(mode="json", exclude={"provenance"}) for w in snapshot.workflows],
+            }
+        )
+        return
+    chosen = style_for_scope(scope) if style == "auto" else style
+    typer.echo(f"# {scope} version {snapshot.version} ({snapshot.author}, {snapshot.created_at})")
+    typer.echo("")
+    typer.echo(render_workflows(snapshot.workflows, chosen), nl=False)  # type: ignore[arg-type]
+
+
+@app.command("diff")
+def diff_command(scope: str, a: int, b: int, db: DbOption = None):
+    """Show workflows added (+), removed (-) and changed (~) from version A to version B.
+
+    Example: awm memory diff miniwob/login-user 2 5
+    """
+    with _open(db) as store:
+        typer.echo(store.diff(scope, a, b).render(), nl=False)
+
+
+@app.command("rollback")
+def rollback_command(scope: str, version: int, db: DbOption = None):
+    """Make version N's workflows the head again (recorded as a new version; nothing is deleted).
+
+    Example: awm memory rollback miniwob/login-user 3
+    """
+    with _open(db) as store:
+        _require_head(store, scope)
+        new = store.rollback(scope, version)
+    typer.echo(f"{scope}: version {new.version} (content of version {version}, parent {new.parent})")
+
+
+def _scope_file(folder: Path, scope: str) -> Path:
+    parts = [p for p in scope.split("/") if p]
+    if not parts or any(p in (".", "..") or "\\" in p for p in parts):
+        raise AwmError(f"scope {scope!r} cannot be used as a file name under {folder}")
+    return folder.joinpath(*parts[:-1], parts[-1] + ".txt")
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a file so that readers see either the old or the new content, never half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+@app.command("export")
+def export_command(
+    scope: str,
+    folder: Annotated[
+        Path | None, typer.Argument(help="Output folder (default: the database's folder).")
+    ] = None,
+    style: Annotated[str, typer.Option("--style", help="auto, mind2web or webarena.")] = "auto",
+    db: DbOption = None,
+):
+    """Write the head of a scope as a reviewable AWM text file (one file per scope, written atomically).
+
+    The file re-imports with `awm memory import`. Scope a/b goes to FOLDER/a/b.txt.
+
+    Example: awm memory export mind2web/aa workflows/
+    """
+    if style not in ("auto", "mind2web", "webarena"):
+        raise AwmError(f"--style must be auto, mind2web or webarena, got {style!r}")
+    with _open(db) as store:
+        head = store.head(scope)
+        if head is None:
+            _require_head(store, scope)
+            return
+        target_dir = folder if folder is not None else store.path.parent
+    chosen = style_for_scope(scope) if style == "auto" else style
+    path = _scope_file(target_dir, scope)
+    write_atomic(path, render_workflows(head.workflows, chosen))  # type: ignore[arg-type]
+    typer.echo(f"{path}\t{scope} version {head.version}, {len(head.workflows)} workflows")
+
+
+def merge_by_name(existing: list[Workflow], incoming: list[Workflow]) -> list[Workflow]:
+    """Incoming workflows replace same-named ones in place; new names are appended in their order."""
+    by_name = {w.name: w for w in incoming}
+    merged = [by_name.pop(w.name, w) for w in existing]
+    return merged + [w for w in incoming if w.name in by_name]
+
+
+@app.command("import")
+def import_command(
+    file: Path,
+    scope: Annotated[str, typer.Option("--scope", help="Scope to write to, e.g. mind2web/aa.")],
+    style: Annotated[str, typer.Option("--style", help="auto, mind2web or webarena.")] = "auto",
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Replace the scope's workflows instead of merging.")
+    ] = False,
+    db: DbOption = None,
+):
+    """Import an AWM workflow text file as a new version (author "import").
+
+    Same-named workflows are replaced, new ones appended (or, with --replace, the file becomes the
+    scope's whole content). Unparseable text is rejected with its line number; memory is unchanged.
+
+    Example: awm memory import my_workflows.txt --scope mind2web/aa --style mind2web
+    """
+    if style not in ("auto", "mind2web", "webarena"):
+        raise AwmError(f"--style must be auto, mind2web or webarena, got {style!r}")
+    try:
+        text = file.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise AwmError(f"{file}: no such workflow file") from None
+    except UnicodeDecodeError:
+        raise AwmError(f"{file}: not UTF-8 text") from None
+    parsed = parse_workflows(text, style, source=str(file))  # type: ignore[arg-type]
+    if not parsed:
+        raise AwmError(f"{file}: holds no workflows (expected '## name' headers)")
+    incoming = [w.model_copy(update={"provenance": Provenance(mode="import")}) for w in parsed]
+    with _open(db) as store:
+        new = store.update(
+            scope,
+            (lambda _old: list(incoming)) if replace else (lambda old: merge_by_name(old, incoming)),
+            author="import",
+            message=f"import {file.name} ({len(incoming)} workflows{', replace' if replace else ''})",
+            provenance={"source": str(file)},
+        )
+    typer.echo(f"{scope}: version {new.version} ({len(new.workflows)} workflows, {len(incoming)} imported)")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,416 @@
+"""AWM's two workflow text formats: render workflows for prompts and export, parse them back for import.
+
+Why both directions in one module: the prompt text, the exported review files and AWM's published
+workflow files are one format family, so render -> parse must be the identity on every field the
+format carries (name, description, steps: reasoning, action, target role/label, value). Parameters are
+not written out; parsing derives them from the ``{placeholders}`` in the steps, in order of first use.
+
+Mind2Web style (one line per field; a blank line right after the header means "no description")::
+
+    ## enter_locations
+    Given that you are on a flight search page, this workflow enters the cities.
+    I type the departure city first.
+    [textbox] From -> TYPE: {departure-city}
+    [link] Search flights -> CLICK
+
+WebArena style (steps are reasoning lines followed by one action call, separated by blank lines)::
+
+    ## log_in
+    Log in with a user name and password.
+
+    I fill the user name box.
+    fill('[textbox] Username', '{username}')
+
+    click('[button] Sign in')
+
+Actions in WebArena style are literal function calls; they are parsed with `ast` and
+`ast.literal_eval` (or `awm.actions.parse_action` where the action set accepts them), never evaluated.
+A bare element id (``click('42')``) is a page-specific example, so it becomes an empty target, rendered
+back as ``click('')``: rendered workflows never carry ids that could exist on another page.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from awm.actions import ACTION_SETS, parse_action
+from awm.errors import ActionParseError, WorkflowParseError
+from awm.memory.workflow import PLACEHOLDER, Workflow, WorkflowStep
+from awm.trajectory import TargetDesc
+
+Style = Literal["mind2web", "webarena"]
+
+MIND2WEB_OPS = ("CLICK", "TYPE", "SELECT", "HOVER", "ENTER")
+
+# From the closed action set: actions whose first argument is an element, and those whose second
+# (required) argument is the value.
+_BROWSER_SPECS = ACTION_SETS["browser"]
+ELEMENT_ACTIONS = frozenset(name for name, spec in _BROWSER_SPECS.items() if spec.id_arg)
+VALUE_ACTIONS = frozenset(
+    name
+    for name, spec in _BROWSER_SPECS.items()
+    if spec.id_arg and len(spec.args) > 1 and spec.args[1].required
+)
+
+# Rendering a workflow in the other benchmark's style maps the actions that both have.
+_TO_MIND2WEB = {"click": "CLICK", "fill": "TYPE", "select_option": "SELECT", "hover": "HOVER"}
+_TO_BROWSER = {"CLICK": "click", "TYPE": "fill", "SELECT": "select_option", "HOVER": "hover"}
+
+# Placeholders as AWM writes them: {departure-city}, {RepositoryName}, {search_term}.
+PARAMETER = PLACEHOLDER  # one definition, in awm.memory.workflow
+
+_ARROW = r"(?:->|−>|→)"
+_M2W_ACTION = re.compile(
+    r"^\[(?P<role>[^\]]*)\]\s*(?P<label>.*?)\s*" + _ARROW + r"\s*(?P<op>" + "|".join(MIND2WEB_OPS) + r")"
+    r"(?::\s?(?P<value>.*))?$",
+    re.IGNORECASE,
+)
+_M2W_ACTION_ATTEMPT = re.compile(r"^\[[^\]]*\].*" + _ARROW)
+_CALL_START = re.compile(r"^[a-z_][a-z0-9_]*\s*\(")
+_HEADER = re.compile(r"^##\s+(?P<name>.*\S)\s*$")
+_SINGLE_HASH_HEADER = re.compile(r"^#\s+(?P<name>.*\S)\s*$")
+_EMPTY_HEADER = re.compile(r"^#{1,2}\s*$")
+_WORKFLOW_N = re.compile(r"^workflow(?:\s+\d+)?\s*:\s*(?P<name>.*?)\s*$", re.IGNORECASE)
+_IGNORED = re.compile(r"^(?:task|query|website)\s*:", re.IGNORECASE)
+_ACTION_PREFIX = re.compile(r"^(?:action|answer)\s*:\s*", re.IGNORECASE)
+_REASON_PREFIX = re.compile(r"^(?:think|thought|thoughts|reasoning)\s*:\s*", re.IGNORECASE)
+_TAG = re.compile(r"</?(?:think|action|thought)>", re.IGNORECASE)
+_ELEMENT_ID = re.compile(r"^[A-Za-z]{0,2}\d+$")
+_TARGET = re.compile(r"^\[(?P<role>[^\]]*)\]\s*(?P<label>.*)$")
+_MAX_CONTINUATION_LINES = 8
+
+
+def _one_line(text: str) -> str:
+    """Fields written on one line: newlines become spaces, ends are trimmed."""
+    return (
+        " ".join(part.strip() for part in text.splitlines() if part.strip())
+        if "\n" in text or "\r" in text
+        else text.strip()
+    )
+
+
+def _reasoning_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip()]
+
+
+def parameters_of(steps: list[WorkflowStep]) -> list[str]:
+    """The placeholders of a workflow's steps, in order of first use, without repeats."""
+    seen: dict[str, None] = {}
+    for step in steps:
+        for text in (step.target.label, step.value):
+            for name in PARAMETER.findall(text):
+                seen.setdefault(name, None)
+    return list(seen)
+
+
+# --- rendering ------------------------------------------------------------------------------------
+
+
+def _render_mind2web_action(step: WorkflowStep) -> str:
+    target = f"[{_one_line(step.target.role)}] {_one_line(step.target.label)}".rstrip()
+    value = _one_line(step.value)
+    line = f"{target} -> {_TO_MIND2WEB.get(step.action, step.action.upper())}"
+    return f"{line}: {value}" if value else line
+
+
+def _render_call(step: WorkflowStep) -> str:
+    name = _TO_BROWSER.get(step.action, step.action)
+    value = step.value
+    if name in ELEMENT_ACTIONS:
+        role, label = _one_line(step.target.role), _one_line(step.target.label)
+        target = f"[{role}] {label}".rstrip() if role else label
+        args = [repr(target)]
+        if name in VALUE_ACTIONS or value:
+            args.append(repr(value))
+        return f"{name}({', '.join(args)})"
+    if not value:
+        return f"{name}()"
+    if _is_literal_argument_list(value):
+        return f"{name}({value})"
+    return f"{name}({value!r})"
+
+
+def _is_literal_argument_list(text: str) -> bool:
+    """True for values like ``0, 200`` that were written as non-string literal arguments."""
+    try:
+        call = ast.parse(f"f({text})", mode="eval").body
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    if not isinstance(call, ast.Call) or call.keywords or not call.args:
+        return False
+    if ", ".join(ast.unparse(arg) for arg in call.args) != text:
+        return False
+    try:
+        values = [ast.literal_eval(arg) for arg in call.args]
+    except (ValueError, TypeError, SyntaxError, RecursionError):
+        return False
+    return all(not isinstance(value, str) for value in values)
+
+
+def render_workflow(workflow: Workflow, style: Style) -> str:
+    """One workflow as AWM text (no trailing newline)."""
+    lines = [f"## {_one_line(workflow.name)}"]
+    description = _one_line(workflow.description)
+    lines.append(description)  # an empty line here means: no description
+    for i, step in enumerate(workflow.steps):
+        if style == "webarena" and (i > 0 or description):
+            lines.append("")
+        lines.extend(_reasoning_lines(step.reasoning))
+        lines.append(_render_mind2web_action(step) if style == "mind2web" else _render_call(step))
+    while lines and not lines[-1]:
+        lines.pop()
+    return "\n".join(lines)
+
+
+def render_workflows(workflows: list[Workflow], style: Style) -> str:
+    """Workflows as AWM text, separated by blank lines, ending with a newline (empty string for none)."""
+    if style not in ("mind2web", "webarena"):
+        raise ValueError(f"unknown workflow text style {style!r}; expected 'mind2web' or 'webarena'")
+    return "".join(render_workflow(w, style) + "\n\n" for w in workflows).rstrip("\n") + (
+        "\n" if workflows else ""
+    )
+
+
+# --- parsing --------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Draft:
+    name: str
+    line: int
+    description: str = ""
+    steps: list[WorkflowStep] = field(default_factory=list)
+    pending: list[tuple[int, str]] = field(default_factory=list)
+    body_started: bool = False
+
+
+def _strip_decoration(line: str) -> str:
+    """Remove think/action tags, code fences and backticks around a line."""
+    text = _TAG.sub("", line).strip()
+    if text.startswith("```") and text.endswith("```") and len(text) > 6:
+        text = text[3:-3].strip()
+    elif text.startswith("`") and text.endswith("`") and len(text) > 2 and not text.startswith("```"):
+        text = text[1:-1].strip()
+    return text
+
+
+def _action_text(line: str) -> str:
+    text = _strip_decoration(line)
+    stripped = _ACTION_PREFIX.sub("", text, count=1)
+    if stripped != text:
+        stripped = _strip_decoration(stripped)
+    return stripped
+
+
+def _literal_call(text: str) -> tuple[str, list[object], list[str]]:
+    """Parse ``name(literal, ...)`` safely: returns the name, the values and their source text."""
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
+        raise ValueError(f"not a valid function call ({getattr(exc, 'msg', exc)})") from None
+    call = tree.body
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+        raise ValueError(
+            "expected one call like click('[button] Sign in') or fill('[textbox] Name', 'value')"
+        )
+    values: list[object] = []
+    sources: list[str] = []
+    for arg in [*call.args, *(kw.value for kw in call.keywords)]:
+        try:
+            values.append(ast.literal_eval(arg))
+        except (ValueError, TypeError, SyntaxError, RecursionError):
+            raise ValueError(f"argument {ast.unparse(arg)!r} is not a literal") from None
+        sources.append(ast.unparse(arg))
+    _check_against_action_set(call)
+    values = values[: len(call.args)]
+    sources = sources[: len(call.args)]
+    return call.func.id, values, sources
+
+
+def _check_against_action_set(call: ast.Call) -> None:
+    """Whitelist, arity and argument types as the agent's parser sees them (`awm.actions.parse_action`).
+
+    A workflow's element is a description (``[button] Sign in``) or empty, which the agent's parser
+    would reject as an element id, so a placeholder id stands in for it during the check.
+    """
+    if call.func.id in ELEMENT_ACTIONS and call.args:
+        call = ast.Call(func=call.func, args=[ast.Constant("BID"), *call.args[1:]], keywords=call.keywords)
+    try:
+        parse_action(ast.unparse(call), action_set="browser")
+    except ActionParseError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _step_from_call(text: str) -> WorkflowStep:
+    name, values, sources = _literal_call(text)
+    if name in ELEMENT_ACTIONS:
+        if not values:
+            raise ValueError(f"{name}() needs an element as its first argument")
+        element = values[0]
+        target = TargetDesc()
+        if isinstance(element, str):
+            match = _TARGET.match(element.strip())
+            if match:
+                target = TargetDesc(role=match["role"].strip(), label=match["label"].strip())
+            elif element.strip() and not _ELEMENT_ID.match(element.strip()):
+                target = TargetDesc(label=element.strip())
+        elif not isinstance(element, int):
+            raise ValueError(f"{name}(): the element must be a string, got {sources[0]}")
+        value = values[1] if len(values) > 1 else ""
+        return WorkflowStep(action=name, target=target, value=value if isinstance(value, str) else sources[1])
+    if not values:
+        return WorkflowStep(action=name)
+    if len(values) == 1 and isinstance(values[0], str):
+        return WorkflowStep(action=name, value=values[0])
+    return WorkflowStep(action=name, value=", ".join(sources))
+
+
+def _step_from_mind2web(match: re.Match[str]) -> WorkflowStep:
+    return WorkflowStep(
+        action=match["op"].upper(),
+        target=TargetDesc(role=match["role"].strip(), label=match["label"].strip()),
+        value=(match["value"] or "").strip(),
+    )
+
+
+def _header_name(line: str, style: Style) -> str | None:
+    match = _HEADER.match(line) or _WORKFLOW_N.match(line)
+    if match is None and style == "mind2web":
+        match = _SINGLE_HASH_HEADER.match(line)
+    return None if match is None else match["name"]
+
+
+def detect_style(text: str) -> Style:
+    """Mind2Web when any line is a ``[role] label -> OP`` action, else WebArena when any is a call."""
+    has_call = False
+    for raw in text.splitlines():
+        line = _action_text(raw)
+        if _M2W_ACTION.match(line):
+            return "mind2web"
+        if _CALL_START.match(line):
+            has_call = True
+    return "webarena" if has_call else "mind2web"
+
+
+def parse_workflows(
+    text: str, style: Literal["auto", "mind2web", "webarena"] = "auto", *, source: str = "<text>"
+) -> list[Workflow]:
+    """Parse AWM workflow text; raise `WorkflowParseError` naming source, line and reason.
+
+    Accepted beyond what `render_workflows` writes: ``# name`` (Mind2Web) and ``Workflow N: name``
+    headers, ``Task:``/``Query:``/``Website:`` lines (ignored), ``think:``/``Thought:``/``Reasoning:``
+    prefixes, ``Action:`` prefixes, ``<think>`` tags, code fences, ``# comment`` lines (WebArena) and
+    action calls that continue over several lines.
+    """
+    if style == "auto":
+        style = detect_style(text)
+    if style not in ("mind2web", "webarena"):
+        raise WorkflowParseError(f"{source}: unknown style {style!r}; expected auto, mind2web or webarena")
+    lines = text.splitlines()
+
+    def fail(lineno: int, reason: str) -> WorkflowParseError:
+        return WorkflowParseError(f"{source}, line {lineno}: {reason}")
+
+    drafts: list[_Draft] = []
+    names: dict[str, int] = {}
+    current: _Draft | None = None
+    just_opened = False
+    in_think = False
+    i = 0
+    while i < len(lines):
+        lineno = i + 1
+        raw = lines[i]
+        i += 1
+        stripped = raw.strip()
+        if _EMPTY_HEADER.match(stripped):
+            raise fail(lineno, "workflow header has no name")
+        name = _header_name(stripped, style)
+        if name is not None and not (style == "webarena" and stripped.startswith("# ")):
+            if not name:
+                raise fail(lineno, "workflow header has no name")
+            if name in names:
+                raise fail(
+                    lineno, f"workflow name {name!r} is already used at line {names[name]}; rename one"
+                )
+            if current is not None:
+                _close(current, fail)
+            names[name] = lineno
+            current = _Draft(name=name, line=lineno)
+            drafts.append(current)
+            just_opened = True
+            continue
+        opened, just_opened = just_opened, False
+        if not stripped or stripped.startswith("```") and not stripped.endswith(")```"):
+            if opened and not stripped and current is not None:
+                current.body_started = True  # a blank line right after the header: no description
+            continue
+        if _IGNORED.match(stripped) or (style == "webarena" and stripped.startswith("#")):
+            continue
+        if current is None:
+            raise fail(
+                lineno, "expected a workflow header ('## name' or 'Workflow N: name') before any other text"
+            )
+        action = _action_text(stripped)
+        step: WorkflowStep | None = None
+        if style == "mind2web":
+            match = _M2W_ACTION.match(action)
+            if match:
+                step = _step_from_mind2web(match)
+            elif _M2W_ACTION_ATTEMPT.match(action):
+                raise fail(
+                    lineno,
+                    f"action line {action!r} is not '[role] label -> OP' or '-> OP: value' "
+                    f"with OP one of {', '.join(MIND2WEB_OPS)}",
+                )
+        elif _CALL_START.match(action):
+            step, i = _parse_call_lines(lines, i, action, fail, lineno)
+        if step is not None:
+            reasoning = "\n".join(text for _, text in current.pending)
+            current.steps.append(step.model_copy(update={"reasoning": reasoning}))
+            current.pending.clear()
+            current.body_started = True
+            continue
+        opens_think = "<think>" in stripped.lower()
+        marked = in_think or opens_think or bool(_REASON_PREFIX.match(_strip_decoration(stripped)))
+        in_think = (in_think or opens_think) and "</think>" not in stripped.lower()
+        reason = _REASON_PREFIX.sub("", _strip_decoration(stripped), count=1).strip()
+        if not reason:
+            continue
+        if not marked and not current.body_started and not current.description:
+            current.description = reason
+            current.body_started = True
+        else:
+            current.pending.append((lineno, reason))
+    if current is not None:
+        _close(current, fail)
+    return [
+        Workflow(name=d.name, description=d.description, parameters=parameters_of(d.steps), steps=d.steps)
+        for d in drafts
+    ]
+
+
+def _parse_call_lines(lines: list[str], i: int, first: str, fail, lineno: int) -> tuple[WorkflowStep, int]:
+    """Parse an action call that starts on `first`, joining continuation lines when it is cut."""
+    text = first
+    try:
+        return _step_from_call(text), i
+    except ValueError as exc:
+        error = exc
+    j = i
+    while j < len(lines) and j - i < _MAX_CONTINUATION_LINES:
+        text = text + " " + _action_text(lines[j])
+        j += 1
+        try:
+            return _step_from_call(text), j
+        except ValueError:
+            continue
+    raise fail(lineno, f"cannot parse action {first!r}: {error}")
+
+
+def _close(draft: _Draft, fail) -> None:
+    if draft.pending:
+        lineno, text = draft.pending[0]
+        raise fail(lineno, f"text {text[:60]!r} in workflow {draft.name!r} is not followed by an action line")

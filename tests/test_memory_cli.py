@@ -1,0 +1,131 @@
+"""`awm memory` commands: import, log, show, diff, rollback, export, and rejections that leave memory alone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from awm.errors import WorkflowParseError
+from awm.memory.commands import app
+from awm.memory.store import WorkflowStore
+
+M2W = """## search_site
+Given that you are on the home page, this workflow searches the site.
+[textbox] Search -> TYPE: {query}
+[button] Go -> CLICK
+"""
+
+M2W_V2 = """## search_site
+Given that you are on the home page, this workflow searches the site.
+[searchbox] Search -> TYPE: {query}
+[button] Go -> CLICK
+
+## open_cart
+Given that you are on any page, open the shopping cart.
+[link] Cart -> CLICK
+"""
+
+runner = CliRunner()
+
+
+def cli(*args: str, db: Path):
+    result = runner.invoke(app, [*args, "--db", str(db)], catch_exceptions=True)
+    return result
+
+
+@pytest.fixture
+def files(tmp_path: Path):
+    (tmp_path / "v1.txt").write_text(M2W)
+    (tmp_path / "v2.txt").write_text(M2W_V2)
+    (tmp_path / "bad.txt").write_text(M2W + "[link] Broken -> FLY\n")
+    return tmp_path
+
+
+def test_import_log_show_diff_rollback_export(files: Path):
+    db = files / "mem" / "memory.sqlite"
+    result = cli("import", str(files / "v1.txt"), "--scope", "mind2web/shop", db=db)
+    assert result.exit_code == 0, result.output
+    assert "version 1" in result.output
+    assert cli("import", str(files / "v2.txt"), "--scope", "mind2web/shop", db=db).exit_code == 0
+
+    log = json.loads(cli("log", "mind2web/shop", "--json", db=db).output)
+    assert [(v["version"], v["parent"], v["author"], v["n_workflows"]) for v in log] == [
+        (1, None, "import", 1),
+        (2, 1, "import", 2),
+    ]
+    assert set(log[0]) >= {"version", "parent", "author", "created_at", "n_workflows"}
+
+    shown = json.loads(cli("show", "mind2web/shop", "--format", "json", db=db).output)
+    assert shown["scope"] == "mind2web/shop" and shown["version"] == 2
+    assert [w["name"] for w in shown["workflows"]] == ["search_site", "open_cart"]
+    assert shown["workflows"][0]["parameters"] == ["query"]
+    assert shown["workflows"][0]["steps"][0]["target"] == {"role": "searchbox", "label": "Search"}
+    text = cli("show", "mind2web/shop", "--version", "1", db=db).output
+    assert "[textbox] Search -> TYPE: {query}" in text
+
+    diff = cli("diff", "mind2web/shop", "1", "2", db=db).output
+    assert "+ open_cart" in diff and "~ search_site" in diff and "searchbox" in diff
+
+    assert "version 3" in cli("rollback", "mind2web/shop", "1", db=db).output
+    log = json.loads(cli("log", "mind2web/shop", "--json", db=db).output)
+    assert log[-1]["author"] == "rollback" and log[-1]["parent"] == 2 and log[-1]["n_workflows"] == 1
+
+    scopes = json.loads(cli("scopes", "--json", db=db).output)
+    assert scopes == [{"scope": "mind2web/shop", "head": 3, "n_workflows": 1, "versions": 3}]
+
+    out = files / "export"
+    assert cli("export", "mind2web/shop", str(out), db=db).exit_code == 0
+    exported = out / "mind2web" / "shop.txt"
+    assert exported.read_text() == M2W
+    # The export re-imports to the same content.
+    assert cli("import", str(exported), "--scope", "mind2web/copy", "--replace", db=db).exit_code == 0
+    with WorkflowStore(db) as store:
+        copy, original = store.head("mind2web/copy"), store.head("mind2web/shop")
+        strip = lambda ws: [w.model_dump(exclude={"provenance"}) for w in ws]  # noqa: E731
+        assert strip(copy.workflows) == strip(original.workflows)
+        assert copy.workflows[0].provenance.mode == "import"
+
+
+def test_unparseable_import_is_rejected_and_memory_unchanged(files: Path):
+    db = files / "memory.sqlite"
+    cli("import", str(files / "v1.txt"), "--scope", "mind2web/shop", db=db)
+    result = cli("import", str(files / "bad.txt"), "--scope", "mind2web/shop", db=db)
+    assert isinstance(result.exception, WorkflowParseError)
+    assert "bad.txt, line 5" in str(result.exception)
+    with WorkflowStore(db) as store:
+        assert [v.version for v in store.log("mind2web/shop")] == [1]
+
+
+def test_subprocess_errors_exit_2_with_one_line(files: Path):
+    db = files / "memory.sqlite"
+    base = [sys.executable, "-c", "from awm.cli import main; main()", "memory"]
+    bad = subprocess.run(
+        [*base, "import", str(files / "bad.txt"), "--scope", "s", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert bad.returncode == 2
+    assert "line 5" in bad.stderr and "Traceback" not in bad.stderr
+    missing = subprocess.run(
+        [*base, "log", "nope", "--db", str(db)], capture_output=True, text=True, timeout=120
+    )
+    assert missing.returncode == 2 and "no memory scope 'nope'" in missing.stderr
+    ok = subprocess.run(
+        [*base, "import", str(files / "v1.txt"), "--scope", "s", "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert ok.returncode == 0 and "version 1" in ok.stdout
+
+
+def test_every_command_help_has_an_example():
+    for command in ("scopes", "log", "show", "diff", "rollback", "export", "import"):
+        result = runner.invoke(app, [command, "--help"])
+        assert result.exit_code == 0 and "Example: awm memory" in result.output, command
