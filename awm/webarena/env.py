@@ -1,0 +1,471 @@
+"""One live browser per worker on BrowserGym: reset a task, execute typed actions, observe pruned pages.
+
+Why a session object and not `gym.make` in the runner: it owns the things BrowserGym leaves to callers,
+namely a chat window that costs a second browser per reset (replaced here by an in-memory stand-in), the
+observation delay as a knob, pre-checks that make a disabled or hidden target fail in milliseconds instead
+of a Playwright timeout, and recovery from a crashed or hung browser (the episode ends `env_error`; the next
+reset starts clean).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from awm.actions import Action, browsergym_action_set
+from awm.errors import ConfigError, SetupError
+from awm.trajectory import StepOutcome, TargetDesc, Task
+from awm.webarena.fingerprint import PageSnapshot, snapshot_page
+from awm.webarena.observation import build_observation
+from awm.webarena.sanitize import sanitize_text
+
+logger = logging.getLogger(__name__)
+
+
+class BrowserEnvConfig(BaseModel):
+    """Browser settings of a worker. `pre_observation_delay` trades speed for settled pages (0.35 s still
+    solves book-flight; 0.1 s breaks autocomplete tasks). `viewport=None` keeps each task's own size;
+    `slow_mo_ms=None` keeps the task's own Playwright slow-down (MiniWoB 100 ms, open-ended pages 1 s)."""
+
+    headless: bool = True
+    pre_observation_delay: float = 0.5
+    action_timeout_ms: int = 3000
+    episode_timeout_s: float = 300
+    viewport: tuple[int, int] | None = (1280, 720)
+    screenshots: bool = True
+    obs_token_budget: int = 2000
+    slow_mo_ms: int | None = None
+    call_timeout_s: float = 60.0  # watchdog: a reset/step/observe that takes longer kills the browser
+
+
+class PageState(BaseModel):
+    """What the policy sees at one step: pruned sanitized lines, the ids it may act on, and page facts."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    text: str
+    ids: list[str]
+    elements: dict[str, TargetDesc]
+    url: str
+    goal: str
+    fingerprint: str
+    last_action_error: str = ""
+    screenshot_png: bytes | None = Field(default=None, exclude=True, repr=False)
+    snapshot: PageSnapshot | None = Field(default=None, exclude=True, repr=False)
+
+
+class ExecResult(BaseModel):
+    """How an action went: `ok` or a failure class; `transient` failures are worth retrying as is."""
+
+    outcome: StepOutcome = "ok"
+    error: str = ""
+    transient: bool = False
+    note: str = ""  # what the executor did on the model's behalf (dismissed an overlay, used select_option)
+
+
+class EnvCrashError(RuntimeError):
+    """The browser crashed, hung past the watchdog, or Playwright lost it; the episode ends `env_error`."""
+
+
+# --------------------------------------------------------------------------------------------------
+# BrowserGym without its chat browser
+# --------------------------------------------------------------------------------------------------
+
+_CHAT_ROLES = ("user", "user_image", "assistant", "info", "infeasible")
+
+
+class RecordingChat:
+    """In-memory stand-in for BrowserGym's `Chat`: same `messages` and `add_message` rules, no browser.
+
+    `send_msg_to_user` answers and `report_infeasible` reasons land in `messages` exactly as BrowserGym
+    records them, so task validators (WebArena's string match, open-ended's "exit") see the same data.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self.messages: list[dict[str, Any]] = []
+        self.recording_start_time = None
+
+    def add_message(self, role: str, msg: str) -> None:
+        if role not in _CHAT_ROLES:
+            raise ValueError(f"Invalid role: {role}")
+        if role != "info":
+            self.messages.append({"role": role, "timestamp": time.time(), "message": msg})
+
+    def wait_for_user_message(self) -> None:
+        raise RuntimeError("interactive chat is not available in awm sessions")
+
+    def close(self) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _chat_stand_in() -> Iterator[None]:
+    """Let BrowserGym's `reset` build a `RecordingChat` instead of launching a chat browser.
+
+    BrowserEnv.reset creates `Chat(...)` by its module-level name; swapping that name for the duration of
+    our own reset call (single-threaded, like all sync Playwright use) changes nothing on disk and nothing
+    for other BrowserGym users in the process outside the call.
+    """
+    import browsergym.core.env as bg_env
+
+    original = bg_env.Chat
+    bg_env.Chat = RecordingChat  # type: ignore[assignment,misc]
+    try:
+        yield
+    finally:
+        bg_env.Chat = original
+
+
+def _quiet_env_class() -> type:
+    from browsergym.core.env import BrowserEnv
+
+    class QuietBrowserEnv(BrowserEnv):
+        """BrowserEnv whose chat is a `RecordingChat` (one browser per reset instead of two)."""
+
+        def reset(self, *args: Any, **kwargs: Any) -> Any:
+            with _chat_stand_in():
+                return super().reset(*args, **kwargs)
+
+    return QuietBrowserEnv
+
+
+class _DropOverrideWarnings(logging.Filter):
+    """BrowserGym warns on every reset that our configured viewport/timeout override the task's: expected."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith("Overriding the task's")
+
+
+_OVERRIDE_FILTER = _DropOverrideWarnings()
+
+
+def _quiet_override_warnings() -> None:
+    bg_logger = logging.getLogger("browsergym.core.env")
+    if _OVERRIDE_FILTER not in bg_logger.filters:
+        bg_logger.addFilter(_OVERRIDE_FILTER)
+
+
+def resolve_env_id(task: Task) -> tuple[str, dict[str, Any]]:
+    """`miniwob.click-test` or `browsergym/miniwob.click-test` -> the gym id, plus `task.meta["task_kwargs"]`."""
+    env_id = task.task_id if task.task_id.startswith("browsergym/") else f"browsergym/{task.task_id}"
+    kwargs = task.meta.get("task_kwargs") or {}
+    if not isinstance(kwargs, dict):
+        raise ConfigError(
+            f"task {task.key}: meta.task_kwargs must be a table of task arguments, got {kwargs!r}"
+        )
+    return env_id, dict(kwargs)
+
+
+def _import_benchmark(env_id: str) -> None:
+    """Importing a BrowserGym benchmark package registers its gym ids."""
+    family = env_id.removeprefix("browsergym/").split(".", 1)[0]
+    module = {"miniwob": "browsergym.miniwob", "webarena": "browsergym.webarena",
+              "visualwebarena": "browsergym.visualwebarena", "workarena": "browsergym.workarena",
+              "assistantbench": "browsergym.assistantbench", "weblinx": "browsergym.weblinx"}.get(family)  # fmt: skip
+    import browsergym.core  # noqa: F401  (registers browsergym/openended)
+
+    if module:
+        try:
+            __import__(module)
+        except ImportError as exc:
+            raise SetupError(f"task family '{family}' needs the package {module}: {exc}") from None
+
+
+# --------------------------------------------------------------------------------------------------
+# Browser processes (for the watchdog and crash tests)
+# --------------------------------------------------------------------------------------------------
+
+
+def _children_map() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(entry.name))
+    return children
+
+
+def browser_pids(root: int | None = None) -> set[int]:
+    """Main Chromium processes (not renderers/helpers) descended from this process (Linux /proc)."""
+    if not Path("/proc").is_dir():
+        return set()
+    children = _children_map()
+    found: set[int] = set()
+    stack = list(children.get(root or os.getpid(), []))
+    while stack:
+        pid = stack.pop()
+        stack.extend(children.get(pid, []))
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        # Chromium rewrites its children's argv into one string, so look for "--type=" anywhere.
+        if argv and b"chrom" in argv[0].lower() and b"--type=" not in b" ".join(argv):
+            found.add(pid)
+    return found
+
+
+def _kill(pids: set[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+
+
+class _Watchdog:
+    """Kills the session's browser if one call runs past its deadline, so a hung page cannot hang the run."""
+
+    def __init__(self, seconds: float, pids: Callable[[], set[int]]) -> None:
+        self.fired = False
+        self._pids = pids
+        self._timer = threading.Timer(seconds, self._fire)
+        self._timer.daemon = True
+
+    def _fire(self) -> None:
+        self.fired = True
+        _kill(self._pids())
+
+    def __enter__(self) -> _Watchdog:
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._timer.cancel()
+
+
+_CRASH_MARKERS = (
+    "Target page, context or browser has been closed",
+    "Browser has been closed",
+    "browser has disconnected",
+    "Target crashed",
+    "Connection closed",
+    "has been closed",
+    "Page crashed",
+)
+
+
+def looks_like_crash(message: str) -> bool:
+    return any(marker.lower() in message.lower() for marker in _CRASH_MARKERS)
+
+
+# --------------------------------------------------------------------------------------------------
+# The session
+# --------------------------------------------------------------------------------------------------
+
+
+class BrowserSession:
+    """One BrowserGym environment per worker, reused across episodes of the same task id."""
+
+    def __init__(self, config: BrowserEnvConfig | None = None) -> None:
+        self.config = config or BrowserEnvConfig()
+        self.reward: float = 0.0
+        self.done: bool = False
+        self.info: dict[str, Any] = {}
+        self._env: Any = None
+        self._env_key: tuple[str, str] | None = None
+        self._obs: dict[str, Any] | None = None
+        self._obs_fresh = False
+        self._pids: set[int] = set()
+        self._broken = False
+        self._goal = ""
+
+    # --- lifecycle -------------------------------------------------------------------------------
+    @property
+    def pids(self) -> set[int]:
+        """The main Chromium process of the current episode (empty before the first reset)."""
+        return set(self._pids)
+
+    @property
+    def last_obs(self) -> dict[str, Any] | None:
+        """BrowserGym's raw observation of the last reset/step (for benchmarks and debugging; read-only)."""
+        return self._obs
+
+    @property
+    def page(self) -> Any:
+        """The active Playwright page (for the executor's pre-checks)."""
+        if self._env is None or self._env.page is None:
+            raise EnvCrashError("no browser page: call reset() first")
+        return self._env.page
+
+    def _make_env(self, env_id: str, task_kwargs: dict[str, Any]) -> Any:
+        import gymnasium as gym
+
+        _quiet_override_warnings()
+        _import_benchmark(env_id)
+        try:
+            registered = gym.make(env_id, task_kwargs=task_kwargs) if task_kwargs else gym.make(env_id)
+        except gym.error.Error as exc:
+            raise ConfigError(f"unknown BrowserGym task '{env_id}': {exc}") from None
+        entrypoint = registered.unwrapped.task_entrypoint
+        cfg = self.config
+        action_set = browsergym_action_set()
+        action_set.multiaction = True  # fill-then-Enter goes as one step
+        return _quiet_env_class()(
+            entrypoint,
+            task_kwargs=task_kwargs,
+            viewport={"width": cfg.viewport[0], "height": cfg.viewport[1]} if cfg.viewport else None,
+            slow_mo=cfg.slow_mo_ms,
+            timeout=cfg.action_timeout_ms,
+            headless=cfg.headless,
+            pw_chromium_kwargs={"chromium_sandbox": False},
+            action_mapping=action_set.to_python_code,
+            pre_observation_delay=cfg.pre_observation_delay,
+        )
+
+    def _drop_env(self) -> None:
+        env, self._env, self._env_key = self._env, None, None
+        if env is not None:
+            with contextlib.suppress(Exception):
+                env.close()
+        _kill({pid for pid in self._pids if Path(f"/proc/{pid}").exists()})
+        self._pids = set()
+
+    def reset(self, task: Task) -> PageState:
+        """Start `task` (seed = task.seed) in a fresh page; sets `task.goal` from the environment."""
+        env_id, task_kwargs = resolve_env_id(task)
+        key = (env_id, repr(sorted(task_kwargs.items())))
+        if self._broken or self._env_key != key:
+            self._drop_env()
+            self._broken = False
+        if self._env is None:
+            self._env = self._make_env(env_id, task_kwargs)
+            self._env_key = key
+        self.reward, self.done, self.info = 0.0, False, {}
+        before = browser_pids()
+        try:
+            with _Watchdog(self.config.call_timeout_s, lambda: browser_pids() - before) as dog:
+                obs, info = self._env.reset(seed=task.seed)
+        except (ConfigError, SetupError):
+            raise
+        except Exception as exc:
+            self._broken = True
+            if isinstance(exc, ValueError) and "MINIWOB_URL" in str(exc):
+                raise SetupError("MiniWoB pages not found: call awm.assets.configure_runtime_env()") from None
+            raise EnvCrashError(
+                f"reset of {task.key} failed: {type(exc).__name__}: {_first_line(exc)}"
+            ) from exc
+        if dog.fired:
+            self._broken = True
+            raise EnvCrashError(f"reset of {task.key} hung for {self.config.call_timeout_s:.0f} s")
+        self._pids = browser_pids() - before
+        self.info = dict(info)
+        self._set_obs(obs)
+        self._goal = str(obs.get("goal", ""))
+        task.goal = self._goal
+        return self.observe()
+
+    def close(self) -> None:
+        """Close the browser; the session can be reset again afterwards."""
+        self._drop_env()
+
+    def __enter__(self) -> BrowserSession:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- stepping --------------------------------------------------------------------------------
+    def _set_obs(self, obs: dict[str, Any]) -> None:
+        self._obs, self._obs_fresh = obs, True
+
+    def _guarded(self, what: str, fn: Any) -> Any:
+        """Run one BrowserGym call under the watchdog; any Playwright failure there is a crash."""
+        if self._env is None or self._broken:
+            raise EnvCrashError("the browser is gone; reset() starts a new one")
+        dog = _Watchdog(self.config.call_timeout_s, lambda: set(self._pids))
+        try:
+            with dog:
+                result = fn()
+        except Exception as exc:
+            self._broken = True
+            if dog.fired:
+                raise EnvCrashError(self._hung(what)) from exc
+            raise EnvCrashError(f"{what} failed: {type(exc).__name__}: {_first_line(exc)}") from exc
+        if dog.fired:
+            self._broken = True
+            raise EnvCrashError(self._hung(what))
+        return result
+
+    def _hung(self, what: str) -> str:
+        return f"{what} hung for more than {self.config.call_timeout_s:.0f} s; the browser was killed"
+
+    def step_rendered(self, action_str: str) -> str:
+        """Execute an already rendered action string through BrowserGym; returns its last_action_error."""
+        obs, reward, terminated, truncated, info = self._guarded("step", lambda: self._env.step(action_str))
+        self._set_obs(obs)
+        self.reward = float(reward)
+        self.done = bool(terminated or truncated)
+        self.info = dict(info)
+        error = str(obs.get("last_action_error") or "")
+        if error and looks_like_crash(error):
+            self._broken = True
+            raise EnvCrashError(f"the browser died during the action: {_first_line(error)}")
+        return error
+
+    def execute(self, action: Action) -> ExecResult:
+        """Pre-check the target, execute the rendered action, classify what happened (see executor)."""
+        from awm.webarena.executor import execute_action
+
+        return execute_action(self, action)
+
+    def observe(self) -> PageState:
+        """The page after the last reset/step, or a freshly extracted one if that was already observed."""
+        if not self._obs_fresh or self._obs is None:
+            obs = self._guarded("observe", lambda: self._env._get_obs())
+            self._set_obs(obs)
+        self._obs_fresh = False
+        return self._page_state(self._obs)
+
+    def _page_state(self, obs: dict[str, Any]) -> PageState:
+        built = build_observation(
+            obs.get("axtree_object") or {},
+            obs.get("extra_element_properties") or {},
+            dom_snapshot=obs.get("dom_object"),
+            focused_bid=str(obs.get("focused_element_bid") or ""),
+            token_budget=self.config.obs_token_budget,
+        )
+        url = str(obs.get("url", ""))
+        snapshot = snapshot_page(url, built)
+        png = _png(obs.get("screenshot")) if self.config.screenshots else None
+        return PageState(
+            text=built.text, ids=built.ids, elements=built.elements, url=url, goal=self._goal,
+            fingerprint=snapshot.digest(), last_action_error=sanitize_text(obs.get("last_action_error"), 400),
+            screenshot_png=png, snapshot=snapshot,
+        )  # fmt: skip
+
+    def mark_broken(self) -> None:
+        """Make the next reset start a clean browser (after a crash the harness noticed)."""
+        self._broken = True
+
+
+def _first_line(exc: object) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else ""
+
+
+def _png(array: Any) -> bytes | None:
+    if array is None:
+        return None
+    try:
+        from PIL import Image
+
+        buffer = io.BytesIO()
+        Image.fromarray(array).save(buffer, format="PNG", compress_level=1)
+        return buffer.getvalue()
+    except Exception:  # a screenshot is a nicety; never fail a step for it
+        logger.debug("screenshot conversion failed", exc_info=True)
+        return None

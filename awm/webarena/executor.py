@@ -1,0 +1,230 @@
+"""Execute one typed action: pre-check its target, run the rendered string through BrowserGym, classify.
+
+One path: every action is rendered by `awm.actions.render_action` and executed by BrowserGym's `env.step`;
+Playwright is used directly only to look before acting (does the target exist, is it visible and enabled)
+and to dismiss an overlay that intercepted a click. Why pre-check: BrowserGym would wait for a disabled
+button until its timeout and report an opaque TimeoutError; the check answers in milliseconds with a
+failure class the model can act on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from awm.actions import Action, render_action
+from awm.trajectory import StepOutcome
+from awm.webarena.sanitize import sanitize_text
+
+if TYPE_CHECKING:
+    from awm.webarena.env import BrowserSession, ExecResult
+
+# Actions whose target must be visible and enabled before BrowserGym tries them.
+NEEDS_INTERACTABLE = frozenset(
+    {"click", "dblclick", "hover", "fill", "clear", "select_option", "check", "uncheck"}
+)
+DISMISS_WORDS = re.compile(
+    r"^\W*(close|accept|accept all|dismiss|ok|okay|got it|×|✕|✖|x|no thanks)\W*$", re.IGNORECASE
+)
+_CHECK_TIMEOUT_MS = 1000
+
+# Runs in the target's frame: what the pre-check needs to know about the element, in one round trip.
+_INSPECT_JS = """
+(e) => {
+  const style = window.getComputedStyle(e);
+  const rect = e.getBoundingClientRect();
+  let visible = rect.width > 0 && rect.height > 0 && style.visibility !== 'hidden' && style.display !== 'none';
+  if (visible && typeof e.checkVisibility === 'function') visible = e.checkVisibility({checkVisibilityCSS: true});
+  const tag = e.tagName.toLowerCase();
+  const select = tag === 'option' ? e.closest('select') : null;
+  return {
+    tag: tag,
+    visible: visible,
+    disabled: (typeof e.matches === 'function' && e.matches(':disabled')) || e.getAttribute('aria-disabled') === 'true',
+    inert: !!e.closest('[inert]'),
+    editable: e.isContentEditable === true,
+    select_bid: select ? select.getAttribute('bid') : null,
+    option_label: tag === 'option' ? (e.label || e.textContent || '').trim() : null,
+  };
+}
+"""
+
+# Runs in the main frame: find a visible close/accept control on top of the page and tag it for a click.
+_FIND_DISMISS_JS = """
+(pattern) => {
+  const re = new RegExp(pattern, 'i');
+  const nodes = document.querySelectorAll('button, a, [role=button], input[type=button], input[type=submit], [aria-label]');
+  for (const el of nodes) {
+    const text = ((el.getAttribute('aria-label') || '') + '|' + (el.innerText || el.value || '')).split('|');
+    if (!text.some(t => re.test(t.trim()))) continue;
+    const r = el.getBoundingClientRect();
+    if (r.width <= 0 || r.height <= 0) continue;
+    const top = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+    if (!top || !(el === top || el.contains(top))) continue;
+    el.setAttribute('awm-dismiss', '1');
+    return (el.getAttribute('aria-label') || el.innerText || el.value || '').trim().slice(0, 40);
+  }
+  return null;
+}
+"""
+
+
+@dataclass
+class _Target:
+    tag: str = ""
+    visible: bool = True
+    disabled: bool = False
+    inert: bool = False
+    editable: bool = False
+    select_bid: str | None = None
+    option_label: str | None = None
+
+
+def locate(page: Any, bid: str) -> Any | None:
+    """A Locator for `bid`, descending through iframes as BrowserGym's `get_elem_by_bid` does; None if absent.
+
+    BrowserGym's bids encode the frame path: ``aDb12`` lives in frame ``aD`` inside frame ``a``.
+    """
+    frame = page
+    i = 0
+    while bid[i:] and not bid[i:].isnumeric():
+        i += 1
+        while bid[i:] and bid[i].isalpha() and bid[i].isupper():
+            i += 1
+        frame_elem = frame.get_by_test_id(bid[:i])
+        if not frame_elem.count():
+            return None
+        frame = frame_elem.frame_locator(":scope")
+    elem = frame.get_by_test_id(bid)
+    return elem.first if elem.count() else None
+
+
+def _inspect(locator: Any) -> _Target:
+    data = locator.evaluate(_INSPECT_JS, timeout=_CHECK_TIMEOUT_MS)
+    return _Target(**{k: data.get(k) for k in _Target.__dataclass_fields__ if k in data})
+
+
+def _describe(bid: str, target: _Target | None = None) -> str:
+    return f"element [{bid}]" + (f" <{target.tag}>" if target and target.tag else "")
+
+
+def classify_error(error: str) -> tuple[StepOutcome, bool]:
+    """BrowserGym's last_action_error -> (failure class, transient?)."""
+    low = error.lower()
+    if "could not find element" in low:
+        return "target_not_found", False
+    if "intercepts pointer events" in low:
+        return "not_interactable", False
+    if "element is not enabled" in low or "element is disabled" in low or "not editable" in low:
+        return "not_interactable", False
+    if "element is not visible" in low or "element is outside of the viewport" in low:
+        return "not_interactable", False
+    if "detached" in low or "not attached" in low or "execution context was destroyed" in low:
+        return "action_error", True
+    if "timeout" in low:
+        return "action_error", True
+    return "action_error", False
+
+
+def short_error(error: str, limit: int = 300) -> str:
+    """The first line of a Playwright error plus its most telling call-log line, sanitized (page text inside)."""
+    lines = [ln.strip() for ln in error.splitlines() if ln.strip()]
+    if not lines:
+        return ""
+    head = lines[0]
+    telling = [
+        ln
+        for ln in lines[1:]
+        if "intercepts pointer events" in ln or "not enabled" in ln or "not visible" in ln
+    ]
+    if telling and telling[-1] not in head:
+        head += " (" + telling[-1].lstrip("- ") + ")"
+    return sanitize_text(head, limit)
+
+
+def dismiss_overlay(page: Any) -> str | None:
+    """Click a visible close/accept/dismiss/ok control on top of the page once; returns its text or None."""
+    try:
+        label = page.evaluate(_FIND_DISMISS_JS, DISMISS_WORDS.pattern)
+        if label is None:
+            return None
+        button = page.locator("[awm-dismiss]").first
+        button.click(timeout=_CHECK_TIMEOUT_MS)
+        page.evaluate(
+            "() => document.querySelectorAll('[awm-dismiss]').forEach(e => e.removeAttribute('awm-dismiss'))"
+        )
+        return sanitize_text(label, 40) or "×"
+    except Exception:  # the overlay may vanish or navigate away; the retry below tells the truth
+        return None
+
+
+def _prepare(session: BrowserSession, action: Action) -> tuple[list[Action], ExecResult | None, str]:
+    """Pre-check the target and rewrite what must be rewritten; returns (actions, early failure, note)."""
+    from awm.webarena.env import ExecResult
+
+    bid = action.target_id
+    if bid is None:
+        return [action], None, ""
+    locator = locate(session.page, bid)
+    if locator is None:
+        return [], ExecResult(outcome="target_not_found", error=f"element [{bid}] is not on the page"), ""
+    try:
+        target = _inspect(locator)
+    except Exception as exc:  # detached between count() and evaluate(): worth a retry
+        return [], ExecResult(outcome="action_error", error=short_error(str(exc)), transient=True), ""
+    note = ""
+    if action.name == "click" and target.tag == "option" and target.select_bid:
+        # A native <select>'s options cannot be clicked; choose the option through its select instead.
+        label = target.option_label or ""
+        action = Action(name="select_option", args={"bid": target.select_bid, "options": label})
+        note = f"chose '{sanitize_text(label, 40)}' in the dropdown [{target.select_bid}] with select_option"
+        actions, early, _ = _prepare(session, action)
+        return actions, early, note
+    if action.name in NEEDS_INTERACTABLE:
+        what = _describe(bid, target=target)
+        if target.inert:
+            return [], ExecResult(outcome="not_interactable", error=f"{what} is inert (behind a modal)"), ""
+        if target.disabled:
+            return [], ExecResult(outcome="not_interactable", error=f"{what} is disabled"), ""
+        if not target.visible:
+            return [], ExecResult(outcome="not_interactable", error=f"{what} is not visible"), ""
+    if action.name == "fill":
+        value = str(action.args.get("value", ""))
+        if value.endswith("\n") and target.tag != "textarea" and not target.editable:
+            typed = Action(name="fill", args={**action.args, "value": value.rstrip("\r\n")})
+            return (
+                [typed, Action(name="press", args={"bid": bid, "key_comb": "Enter"})],
+                None,
+                "pressed Enter after filling",
+            )
+    return [action], None, note
+
+
+def execute_action(session: BrowserSession, action: Action) -> ExecResult:
+    """Pre-check, execute through BrowserGym, dismiss an intercepting overlay once, classify the result."""
+    from awm.webarena.env import EnvCrashError, ExecResult, looks_like_crash
+
+    try:
+        actions, early, note = _prepare(session, action)
+    except EnvCrashError:
+        raise
+    except Exception as exc:  # Playwright lost the page during the pre-check
+        message = str(exc)
+        if looks_like_crash(message):
+            session.mark_broken()
+            raise EnvCrashError(f"the browser died during the pre-check: {short_error(message)}") from exc
+        return ExecResult(outcome="action_error", error=short_error(message), transient=True)
+    if early is not None:
+        return early
+    rendered = "\n".join(render_action(a) for a in actions)
+    error = session.step_rendered(rendered)
+    if error and "intercepts pointer events" in error:
+        dismissed = dismiss_overlay(session.page)
+        if dismissed:
+            note = f"an overlay intercepted the click; dismissed it with '{dismissed}' and retried"
+            error = session.step_rendered(rendered)
+    if not error:
+        return ExecResult(outcome="ok", note=note)
+    outcome, transient = classify_error(error)
+    return ExecResult(outcome=outcome, error=short_error(error), transient=transient, note=note)

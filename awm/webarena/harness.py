@@ -1,0 +1,276 @@
+"""The episode loop: decide -> parse -> execute -> feedback -> observe, with typed failures and one config.
+
+Each step runs four checked stages. Parse: the model's text becomes one typed action or a precise error,
+fed back once. Execute: the target is checked before acting; transient errors are retried inside the step,
+structural ones go back to the model. Feedback: what changed on the page, or the failure verbatim, plus a
+nudge when the same action repeats on an unchanged page. Observe: a fresh page, ids from that page only.
+The trace callback runs after every step in a `finally`, whatever happened.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from pydantic import BaseModel
+
+from awm.actions import Action, parse_action, render_action
+from awm.errors import ActionParseError, LLMError
+from awm.trajectory import EpisodeEnd, Step, Task, Trajectory
+from awm.webarena.env import BrowserSession, EnvCrashError, ExecResult, PageState
+from awm.webarena.fingerprint import describe_changes, render_changes
+
+
+class Decision(BaseModel):
+    """One policy answer: the raw text (parsed by the harness, never executed as is) and its cost."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    llm_ms: float = 0
+    llm_calls: int = 1
+    prompt_hash: str = ""
+    memory_version: int | None = None
+
+
+class DecisionContext(BaseModel):
+    """Everything a policy may look at to decide one step."""
+
+    task: Task
+    page: PageState
+    history: list[Step]
+    feedback: str
+    retry_error: str = ""  # the exact parse error when the harness asks again
+    step_index: int
+
+
+class Policy(Protocol):
+    name: str
+
+    def decide(self, ctx: DecisionContext) -> Decision: ...
+
+
+class HarnessConfig(BaseModel):
+    """Every limit of an episode in one place."""
+
+    max_steps: int = 10
+    max_parse_retries: int = 1
+    transient_retries: int = 2
+    transient_backoff_s: float = 0.3
+    loop_repeat_nudge: int = 2
+    loop_repeat_stop: int = 3
+    episode_timeout_s: float = 300
+
+
+StepCallback = Callable[[Trajectory, Step, bytes | None], None]
+
+
+class _EndEpisode(Exception):
+    """Raised inside a step to end the episode after the step is recorded."""
+
+    def __init__(self, end: EpisodeEnd) -> None:
+        super().__init__(end)
+        self.end = end
+
+
+def _max_steps(task: Task, config: HarnessConfig) -> int:
+    override = task.meta.get("max_steps")
+    return (
+        int(override)
+        if isinstance(override, int | float | str) and str(override).isdigit()
+        else config.max_steps
+    )
+
+
+def _decide_and_parse(
+    policy: Policy, ctx: DecisionContext, step: Step, config: HarnessConfig, trajectory: Trajectory
+) -> Action | None:
+    """Stage 1: ask, parse; on a parse error ask again with the exact error. None when still unparsable."""
+    retry_error = ""
+    for attempt in range(config.max_parse_retries + 1):
+        asked = ctx.model_copy(update={"retry_error": retry_error}) if attempt else ctx
+        started = time.perf_counter()
+        try:
+            decision = policy.decide(asked)
+        except LLMError as exc:
+            step.outcome, step.error = "llm_error", str(exc)
+            raise _EndEpisode("llm_error") from None
+        finally:
+            step.timings_ms["llm"] = step.timings_ms.get("llm", 0.0) + (time.perf_counter() - started) * 1000
+        step.model_output = decision.text
+        step.prompt_tokens += decision.prompt_tokens
+        step.completion_tokens += decision.completion_tokens
+        step.llm_calls += decision.llm_calls
+        if decision.memory_version is not None:
+            trajectory.memory_version = decision.memory_version
+        if decision.prompt_hash:
+            trajectory.meta.setdefault("prompt_hashes", {})[str(step.index)] = decision.prompt_hash
+        try:
+            parsed = parse_action(decision.text, page_ids=ctx.page.ids)
+        except ActionParseError as exc:
+            retry_error = f"{exc.kind}: {exc}"
+            step.error = retry_error
+            continue
+        step.thought = parsed.thought
+        step.error = ""
+        return parsed.action
+    step.outcome = "parse_error"
+    return None
+
+
+def _execute(session: BrowserSession, action: Action, config: HarnessConfig) -> ExecResult:
+    """Stage 2: execute, retrying transient failures with backoff inside this step."""
+    result = session.execute(action)
+    for attempt in range(config.transient_retries):
+        if not result.transient or result.outcome == "ok":
+            break
+        time.sleep(config.transient_backoff_s * (2**attempt))
+        result = session.execute(action)
+    return result
+
+
+def _feedback(result: ExecResult, before: PageState, after: PageState, nudge: str) -> str:
+    """Stage 3: what the action did (the page diff), the failure verbatim, what we did on its behalf."""
+    parts: list[str] = []
+    if result.outcome != "ok":
+        parts.append(f"{result.outcome}: {result.error}")
+    if result.note:
+        parts.append(result.note)
+    if before.snapshot is not None and after.snapshot is not None:
+        parts.append("Page: " + render_changes(describe_changes(before.snapshot, after.snapshot)))
+    if nudge:
+        parts.append(nudge)
+    return " ".join(parts)
+
+
+def run_episode(
+    session: BrowserSession,
+    policy: Policy,
+    task: Task,
+    config: HarnessConfig,
+    *,
+    on_step: StepCallback | None = None,
+    trajectory_id: str | None = None,
+) -> Trajectory:
+    """Solve one task with `policy`; every step is recorded and handed to `on_step`, whatever happens."""
+    started = time.monotonic()
+    trajectory = Trajectory(
+        trajectory_id=trajectory_id or uuid.uuid4().hex[:12], task=task, model=getattr(policy, "name", "")
+    )
+    end: EpisodeEnd = "max_steps"
+    feedback = ""
+    seen: dict[tuple[str, str], int] = {}
+    timeout_s = min(config.episode_timeout_s, session.config.episode_timeout_s)
+    try:
+        page = session.reset(task)
+    except EnvCrashError as exc:
+        step = Step(index=0, outcome="env_error", error=str(exc))
+        _record(trajectory, step, None, on_step)
+        return _finish(trajectory, "env_error", session, started)
+    for index in range(_max_steps(task, config)):
+        if time.monotonic() - started > timeout_s:
+            end = "timeout"
+            break
+        step = Step(index=index, url=page.url, observation=page.text, fingerprint=page.fingerprint)
+        screenshot = page.screenshot_png
+        try:
+            page, feedback = _run_step(session, policy, task, config, trajectory, step, page, feedback, seen)
+        except _EndEpisode as stop:
+            end = stop.end
+            break
+        except EnvCrashError as exc:
+            step.outcome, step.error = "env_error", str(exc)
+            session.mark_broken()
+            end = "env_error"
+            break
+        finally:
+            _record(trajectory, step, screenshot, on_step)
+    return _finish(trajectory, end, session, started)
+
+
+def _run_step(
+    session: BrowserSession,
+    policy: Policy,
+    task: Task,
+    config: HarnessConfig,
+    trajectory: Trajectory,
+    step: Step,
+    page: PageState,
+    feedback: str,
+    seen: dict[tuple[str, str], int],
+) -> tuple[PageState, str]:
+    """One step; returns the next page and feedback, or raises `_EndEpisode` after filling `step`."""
+    ctx = DecisionContext(
+        task=task, page=page, history=list(trajectory.steps), feedback=feedback, step_index=step.index
+    )
+    action = _decide_and_parse(policy, ctx, step, config, trajectory)
+    if action is None:  # still unparsable: the error is the next feedback, the episode goes on
+        t0 = time.perf_counter()
+        after = session.observe()
+        step.timings_ms["observe"] = (time.perf_counter() - t0) * 1000
+        step.feedback = f"parse_error: {step.error}"
+        return after, step.feedback
+    step.action = action.model_dump(mode="json")
+    step.action_str = render_action(action)
+    bid = action.target_id
+    if bid and bid in page.elements:
+        step.target = page.elements[bid]
+    key = (page.fingerprint, step.action_str)
+    repeats = seen.get(key, 0) + 1
+    seen[key] = repeats
+    if repeats >= config.loop_repeat_stop:
+        step.outcome = "no_progress"
+        step.error = f"repeated {step.action_str} {repeats} times on an unchanged page"
+        raise _EndEpisode("stuck")
+    nudge = ""
+    if repeats >= config.loop_repeat_nudge:
+        nudge = f"You repeated {step.action_str} with no change; try something else."
+    t0 = time.perf_counter()
+    result = _execute(session, action, config)
+    step.timings_ms["execute"] = (time.perf_counter() - t0) * 1000
+    step.outcome, step.error = result.outcome, result.error
+    t0 = time.perf_counter()
+    after = session.observe()
+    step.timings_ms["observe"] = (time.perf_counter() - t0) * 1000
+    step.feedback = _feedback(result, page, after, nudge)
+    if action.name == "send_msg_to_user" and result.outcome == "ok":
+        trajectory.final_answer = str(action.args.get("text", ""))
+    if session.done:
+        raise _EndEpisode("infeasible" if action.name == "report_infeasible" else "done")
+    if result.outcome == "ok" and action.name == "report_infeasible":
+        raise _EndEpisode("infeasible")
+    if result.outcome == "ok" and action.name == "send_msg_to_user":
+        raise _EndEpisode("answered")
+    return after, step.feedback
+
+
+def _record(
+    trajectory: Trajectory, step: Step, screenshot: bytes | None, on_step: StepCallback | None
+) -> None:
+    trajectory.steps.append(step)
+    if on_step is not None:
+        on_step(trajectory, step, screenshot)
+
+
+def _finish(trajectory: Trajectory, end: EpisodeEnd, session: BrowserSession, started: float) -> Trajectory:
+    trajectory.end = end
+    trajectory.verdict.reward = float(session.reward) if end != "env_error" else 0.0
+    trajectory.seconds = round(time.monotonic() - started, 3)
+    trajectory.meta.setdefault("env_info", _plain(session.info.get("task_info", {})))
+    return trajectory
+
+
+def _plain(value: Any) -> Any:
+    """Keep only JSON-friendly parts of BrowserGym's info (it may hold numpy values)."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    try:
+        return value.item()  # numpy scalar
+    except AttributeError:
+        return str(value)

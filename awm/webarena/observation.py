@@ -1,0 +1,399 @@
+"""The pruned page a model sees: one line per actionable element or needed text, within a token budget.
+
+Built from BrowserGym's merged AXTree (main frame and iframes) plus its per-bid extra properties
+(visibility, bounding box, whether a click handler is attached). Why not BrowserGym's
+`flatten_axtree_to_str`: it prints every InlineTextBox twice over, hides clickable spans and divs
+(`skip_generic`), and never bounds its size. Here every name and value is sanitized, unnamed inputs take
+the label printed just before them, native selects list their options inline, hidden elements are dropped,
+off-screen ones go first when the budget is tight, and the result is a pure function of its inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from awm.trajectory import TargetDesc
+from awm.webarena.sanitize import quote, sanitize_text
+
+CHARS_PER_TOKEN = 3.2  # measured on MiniWoB++ and WebArena trees (DESIGN.md §3)
+
+# Roles a model can act on directly.
+INTERACTIVE_ROLES = frozenset(
+    {
+        "button", "link", "textbox", "searchbox", "combobox", "listbox", "option", "checkbox", "radio",
+        "switch", "slider", "spinbutton", "menuitem", "menuitemcheckbox", "menuitemradio", "tab",
+        "treeitem", "PopUpButton", "ToggleButton",
+    }
+)  # fmt: skip
+# Roles whose own box is the thing to click when a handler is attached (spans, divs, cells...).
+CLICK_TARGET_ROLES = frozenset(
+    {"generic", "none", "presentation", "cell", "gridcell", "row", "listitem", "image", "img", "paragraph",
+     "StaticText", "Section", "group", "article", "columnheader", "rowheader", "heading", "LabelText",
+     "DescriptionListTerm", "DescriptionListDetail", "figure", "mark", "strong", "emphasis", "code", "time"}
+)  # fmt: skip
+# Roles that take their label from the text printed just before them when they have no name.
+LABEL_BEFORE_ROLES = frozenset({"textbox", "searchbox", "combobox", "spinbutton", "slider", "listbox"})
+LABEL_AFTER_ROLES = frozenset({"checkbox", "radio", "switch"})
+VALUE_ROLES = frozenset({"textbox", "searchbox", "combobox", "spinbutton", "slider", "ProgressIndicator"})
+OPAQUE_ROLES = frozenset({"textbox", "searchbox", "spinbutton", "slider"})
+SKIPPED_ROLES = frozenset({"InlineTextBox", "LineBreak", "ListMarker"})
+DIALOG_ROLES = frozenset({"dialog", "alertdialog"})
+TEXT_ROLES_WITH_NAME = frozenset({"heading", "image", "img", "alert", "status", "caption", "figure"})
+# Boolean states worth a word on the line (shown only when they hold, except `expanded`).
+_FLAGS = ("checked", "selected", "pressed", "disabled", "focused")
+_MAX_OPTIONS = 15
+_HINT_ATTRS = ("title", "alt", "placeholder")
+
+
+@dataclass
+class Line:
+    """One rendered line plus what the budget, the fingerprint and the traces need to know about it."""
+
+    text: str
+    frame: str = ""  # bid of the enclosing iframe, "" for the main frame
+    bid: str | None = None  # set when the line shows an id the model may act on
+    role: str = ""
+    label: str = ""
+    key: str = ""  # state-free identity (role + label or text) for change detection
+    value: str | None = None
+    flags: tuple[str, ...] = ()
+    offscreen: bool = False
+    is_text: bool = False
+    hint: str = ""  # the DOM-attribute description shown for an unnamed element
+
+
+@dataclass
+class Observation:
+    """The pruned page: what the prompt shows (`text`, `ids`) and everything derived from the full page."""
+
+    text: str
+    ids: list[str]
+    elements: dict[str, TargetDesc]
+    lines: list[Line]  # every kept line before the budget cut (fingerprints use these)
+    focused_bid: str = ""
+    omitted: int = 0
+    tokens: int = 0
+    dialogs: list[str] = field(default_factory=list)
+
+
+def estimate_tokens(text: str) -> int:
+    """Cheap token estimate (~3.2 characters per token on these pages); exact counts come from tiktoken."""
+    return math.ceil(len(text) / CHARS_PER_TOKEN)
+
+
+def _props(node: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for prop in node.get("properties", []):
+        value = prop.get("value", {})
+        if "value" in value:
+            out[prop["name"]] = value["value"]
+    return out
+
+
+def dom_hints(dom_snapshot: dict[str, Any] | None) -> dict[str, str]:
+    """bid -> a short description from DOM attributes (title, alt, data-*, inline background colour; else id/class).
+
+    Why: clickable boxes without text (MiniWoB's click-color, icon buttons) have no accessible name; the
+    page's own attributes are the only words that tell them apart.
+    """
+    if not dom_snapshot:
+        return {}
+    strings = dom_snapshot.get("strings", [])
+    hints: dict[str, str] = {}
+    for document in dom_snapshot.get("documents", []):
+        for attrs in document.get("nodes", {}).get("attributes", []):
+            pairs = {strings[attrs[i]]: strings[attrs[i + 1]] for i in range(0, len(attrs) - 1, 2)}
+            bid = pairs.get("bid")
+            if not bid:
+                continue
+            parts: list[str] = []
+            for name in _HINT_ATTRS:
+                if pairs.get(name):
+                    parts.append(f"{name}={pairs[name]}")
+            for name, value in pairs.items():
+                if name.startswith("data-") and value and len(value) <= 30 and not name.startswith("data-bs"):
+                    parts.append(f"{name}={value}")
+            style = pairs.get("style", "")
+            if "background" in style:
+                for decl in style.split(";"):
+                    prop, _, value = decl.partition(":")
+                    if prop.strip() in ("background-color", "background") and value.strip():
+                        parts.append(f"background={value.strip()}")
+            if not parts:  # last resort: the author's own names for the element
+                parts = [
+                    f"{name}={pairs[name]}" for name in ("id", "class") if 0 < len(pairs.get(name, "")) <= 30
+                ]
+            seen_values: set[str] = set()
+            unique = []
+            for part in parts:
+                value = part.split("=", 1)[1]
+                if value not in seen_values:
+                    seen_values.add(value)
+                    unique.append(part)
+            if unique:
+                hints[bid] = " ".join(unique)
+    return hints
+
+
+class _Builder:
+    """Depth-first walk over the merged AXTree that emits `Line`s; one instance per observation."""
+
+    def __init__(self, axtree: dict[str, Any], extra: dict[str, Any], hints: dict[str, str], name_chars: int):
+        self.nodes = axtree.get("nodes", [])
+        self.by_id = {node["nodeId"]: node for node in self.nodes}
+        self.extra = extra or {}
+        self.hints = hints
+        self.name_chars = name_chars
+        self.lines: list[Line] = []
+        self.dialogs: list[str] = []
+
+    # --- helpers ---------------------------------------------------------------------------------
+    def children(self, node: dict[str, Any]) -> list[dict[str, Any]]:
+        return [self.by_id[c] for c in node.get("childIds", []) if c in self.by_id and c != node["nodeId"]]
+
+    def subtree_text(self, node: dict[str, Any], limit: int = 300) -> str:
+        parts: list[str] = []
+
+        def visit(n: dict[str, Any]) -> None:
+            if sum(len(p) for p in parts) > limit:
+                return
+            if n["role"]["value"] == "StaticText":
+                parts.append(n.get("name", {}).get("value", ""))
+                return
+            for child in self.children(n):
+                visit(child)
+
+        visit(node)
+        return " ".join(p.strip() for p in parts if p.strip())
+
+    def visibility(self, bid: str | None) -> tuple[bool, bool]:
+        """(hidden, offscreen) for an element with extra properties; unknown counts as shown."""
+        props = self.extra.get(bid) if bid else None
+        if not props:
+            return False, False
+        bbox = props.get("bbox")
+        if bbox is None or len(bbox) < 4 or bbox[2] * bbox[3] <= 0:
+            return True, False
+        ratio = props.get("visibility")
+        return False, ratio is not None and ratio <= 0
+
+    def has_interactive_descendant(self, node: dict[str, Any]) -> bool:
+        """A clickable cell or div around a real link or button: the inner element is the target."""
+        stack = self.children(node)
+        while stack:
+            child = stack.pop()
+            if child["role"]["value"] in INTERACTIVE_ROLES and child.get("browsergym_id"):
+                return True
+            stack.extend(self.children(child))
+        return False
+
+    def options_of(self, node: dict[str, Any]) -> list[str]:
+        found: list[str] = []
+
+        def visit(n: dict[str, Any]) -> None:
+            if n["role"]["value"] in ("option", "menuitem") and not n.get("ignored"):
+                found.append(n.get("name", {}).get("value", ""))
+                return
+            for child in self.children(n):
+                visit(child)
+
+        for child in self.children(node):
+            visit(child)
+        return found
+
+    # --- the walk --------------------------------------------------------------------------------
+    def walk(self, node: dict[str, Any], frame: str, hidden: bool, offscreen: bool, covered: str) -> None:
+        """Emit lines for `node` and its subtree. `covered` is text an emitted ancestor already shows."""
+        role = node["role"]["value"]
+        if role in SKIPPED_ROLES:
+            return
+        bid = node.get("browsergym_id")
+        if bid and bid in self.extra:
+            hidden, offscreen = self.visibility(bid)
+        name = node.get("name", {}).get("value", "") or ""
+        props = _props(node)
+        ignored = bool(node.get("ignored"))
+        clickable = bool(bid and self.extra.get(bid, {}).get("clickable"))
+
+        if not ignored and not hidden:
+            if role == "StaticText":
+                text = name.strip()
+                if text and text not in covered:
+                    self.emit_text(sanitize_text(text, self.name_chars * 2), frame, offscreen)
+                return
+            if role == "Iframe":
+                title = sanitize_text(name, self.name_chars)
+                self.emit_text(f"iframe '{title}'" if title else "iframe", frame, offscreen)
+                child_frame = bid or frame
+                for child in self.children(node):
+                    self.walk(child, child_frame, hidden, offscreen, "")
+                return
+            if role in DIALOG_ROLES:
+                label = sanitize_text(name or self.subtree_text(node, 80), self.name_chars)
+                self.dialogs.append(label)
+                self.emit_text(f"{role} '{label}'" if label else role, frame, offscreen)
+            elif role in INTERACTIVE_ROLES or (
+                clickable and role in CLICK_TARGET_ROLES and not self.has_interactive_descendant(node)
+            ):
+                if bid:
+                    covered = self.emit_element(node, role, name, props, bid, frame, offscreen)
+                    if role == "combobox" and self.options_of(node):
+                        return  # native select: options are listed inline
+                    if role in OPAQUE_ROLES:
+                        return  # a field's children are its own value text
+            elif role in TEXT_ROLES_WITH_NAME and name.strip():
+                shown = sanitize_text(name, self.name_chars * 2)
+                self.emit_text(f"{role} '{shown}'", frame, offscreen)
+                covered = name
+        for child in self.children(node):
+            self.walk(child, frame, hidden, offscreen, covered)
+
+    def emit_text(self, text: str, frame: str, offscreen: bool) -> None:
+        self.lines.append(Line(text=text, frame=frame, key=f"text:{text}", offscreen=offscreen, is_text=True))
+
+    def emit_element(
+        self,
+        node: dict[str, Any],
+        role: str,
+        name: str,
+        props: dict[str, Any],
+        bid: str,
+        frame: str,
+        offscreen: bool,
+    ) -> str:
+        """Emit one element line; returns the text it covers (so child text is not printed twice)."""
+        shown_role = "clickable" if role in ("generic", "none", "presentation") else role
+        label_source = name.strip()
+        if not label_source and role not in LABEL_BEFORE_ROLES | LABEL_AFTER_ROLES:
+            label_source = self.subtree_text(node)
+        label = sanitize_text(label_source, self.name_chars)
+        value = None
+        if role in VALUE_ROLES:
+            raw = node.get("value", {}).get("value")
+            if raw not in (None, ""):
+                value = sanitize_text(raw, self.name_chars)
+        flags = [flag for flag in _FLAGS if props.get(flag) in (True, "true", "mixed")]
+        if props.get("checked") == "mixed":
+            flags = ["partly checked" if f == "checked" else f for f in flags]
+        if "expanded" in props:
+            flags.append("expanded" if props["expanded"] else "collapsed")
+        text = f"[{bid}] {shown_role}" + (f" '{label}'" if label else "")
+        hint = ""
+        if not label and bid in self.hints:
+            hint = f" ({sanitize_text(self.hints[bid], self.name_chars)})"
+            text += hint
+        if value is not None:
+            text += f" value='{value}'"
+        if role == "combobox":
+            options = self.options_of(node)
+            if options:
+                shown = [sanitize_text(o, 40) for o in options[:_MAX_OPTIONS]]
+                more = f" | … {len(options) - _MAX_OPTIONS} more" if len(options) > _MAX_OPTIONS else ""
+                text += ", options: " + " | ".join(shown) + more
+        if flags:
+            text += ", " + ", ".join(flags)
+        line = Line(
+            text=text, frame=frame, bid=bid, role=shown_role, label=label, key=f"{shown_role}:{label}:{bid}",
+            value=value, flags=tuple(flags), offscreen=offscreen, hint=hint,
+        )  # fmt: skip
+        self.lines.append(line)
+        return label_source
+
+    # --- after the walk --------------------------------------------------------------------------
+    def attach_labels(self) -> None:
+        """Give unnamed inputs the short text printed just before (fields) or after (checkboxes) them."""
+        drop: set[int] = set()
+        for i, line in enumerate(self.lines):
+            if line.bid is None:
+                continue
+            if line.label:  # a <label> printed just before or after its own field says nothing new
+                for j in (i - 1, i + 1):
+                    near = self.lines[j] if 0 <= j < len(self.lines) else None
+                    if (
+                        near is not None
+                        and near.is_text
+                        and near.text == line.label
+                        and near.frame == line.frame
+                    ):
+                        drop.add(j)
+                continue
+            j = i - 1 if line.role in LABEL_BEFORE_ROLES else i + 1 if line.role in LABEL_AFTER_ROLES else -1
+            if 0 <= j < len(self.lines) and j not in drop:
+                other = self.lines[j]
+                if (
+                    other.is_text
+                    and other.frame == line.frame
+                    and len(other.text) <= 60
+                    and " '" not in other.text
+                ):
+                    line.label = other.text
+                    head = f"[{line.bid}] {line.role}"
+                    rest = line.text[len(head) :].removeprefix(line.hint)  # the label says more than id/class
+                    line.text = f"{head} '{other.text}'" + rest
+                    line.key = f"{line.role}:{line.label}:{line.bid}"
+                    drop.add(j)
+        self.lines = [line for k, line in enumerate(self.lines) if k not in drop]
+
+
+def _fit_budget(lines: list[Line], token_budget: int) -> tuple[list[Line], int]:
+    """Drop lines until the text fits: off-screen text, off-screen elements, on-screen text, then the tail."""
+    total = sum(len(line.text) + 1 for line in lines)
+    limit = int(token_budget * CHARS_PER_TOKEN) if token_budget > 0 else 0
+    if not limit or total <= limit:
+        return lines, 0
+    keep = [True] * len(lines)
+    tiers = (
+        lambda ln: ln.offscreen and ln.is_text,
+        lambda ln: ln.offscreen,
+        lambda ln: ln.is_text,
+        lambda ln: True,
+    )
+    for tier in tiers:
+        for i in range(len(lines) - 1, -1, -1):
+            if total <= limit:
+                break
+            if keep[i] and tier(lines[i]):
+                keep[i] = False
+                total -= len(lines[i].text) + 1
+    kept = [line for line, k in zip(lines, keep, strict=True) if k]
+    return kept, len(lines) - len(kept)
+
+
+def build_observation(
+    axtree: dict[str, Any],
+    extra_properties: dict[str, Any] | None = None,
+    *,
+    dom_snapshot: dict[str, Any] | None = None,
+    focused_bid: str = "",
+    token_budget: int = 2000,
+    name_chars: int = 100,
+) -> Observation:
+    """Prune BrowserGym's AXTree to lines a model can act on, sanitized and within `token_budget` tokens."""
+    builder = _Builder(axtree, extra_properties or {}, dom_hints(dom_snapshot), name_chars)
+    if builder.nodes:
+        builder.walk(builder.nodes[0], "", False, False, "")
+    builder.attach_labels()
+    lines = builder.lines
+    # A focused element is marked even when the tree did not flag it (e.g. inside an iframe).
+    for line in lines:
+        if focused_bid and line.bid == focused_bid and "focused" not in line.flags:
+            line.flags = (*line.flags, "focused")
+            line.text += ", focused"
+    kept, omitted = _fit_budget(lines, token_budget)
+    body = [line.text for line in kept]
+    if omitted:
+        body.append(
+            f"(… {omitted} more lines not shown: off-screen or over the size budget; scroll to see them)"
+        )
+    text = "\n".join(body)
+    ids = [line.bid for line in kept if line.bid]
+    elements = {line.bid: TargetDesc(role=line.role, label=line.label) for line in lines if line.bid}
+    return Observation(
+        text=text, ids=ids, elements=elements, lines=lines, focused_bid=focused_bid or "",
+        omitted=omitted, tokens=estimate_tokens(text), dialogs=builder.dialogs,
+    )  # fmt: skip
+
+
+__all__ = ["Line", "Observation", "build_observation", "dom_hints", "estimate_tokens", "quote"]

@@ -1,0 +1,226 @@
+"""The episode harness on real Chromium: MiniWoB tasks, local fixture pages, a killed browser.
+
+Fixture pages are served from tests/fixtures/pages on 127.0.0.1 and opened as BrowserGym's open-ended
+task. Policies answer with action text, so every episode goes through the model's parse path.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import signal
+import threading
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from awm.trajectory import Step, Task, Trajectory
+from awm.webarena.env import BrowserEnvConfig, BrowserSession
+from awm.webarena.harness import Decision, DecisionContext, HarnessConfig, run_episode
+from awm.webarena.policies import MiniWobScriptedPolicy, ScriptedPolicy
+
+pytestmark = pytest.mark.browser
+
+PAGES = Path(__file__).parent / "fixtures" / "pages"
+
+
+class _QuietHandler(SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(PAGES)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def session() -> Iterator[BrowserSession]:
+    with BrowserSession(BrowserEnvConfig(pre_observation_delay=0.3, slow_mo_ms=0)) as s:
+        yield s
+
+
+def fixture_task(base_url: str, page: str) -> Task:
+    return Task(
+        task_id="browsergym/openended",
+        scope=f"fixtures/{page}",
+        benchmark="browsergym",
+        meta={"task_kwargs": {"start_url": f"{base_url}{page}.html", "goal": f"work on {page}"}},
+    )
+
+
+class LabelScript:
+    """Scripted text with `{Label}` placeholders filled with the id of the element so labelled on the page."""
+
+    name = "label-script"
+
+    def __init__(self, templates: list[str]) -> None:
+        self.templates = templates
+        self.calls = 0
+        self.contexts: list[DecisionContext] = []
+
+    def decide(self, ctx: DecisionContext) -> Decision:
+        self.contexts.append(ctx)
+        template = self.templates[min(self.calls, len(self.templates) - 1)]
+        self.calls += 1
+
+        def bid_of(match: re.Match[str]) -> str:
+            found = [b for b, t in ctx.page.elements.items() if t.label == match.group(1)]
+            assert found, f"no element labelled {match.group(1)!r} in:\n{ctx.page.text}"
+            return found[0]
+
+        return Decision(text=re.sub(r"\{([^{}]+)\}", bid_of, template))
+
+
+# --- MiniWoB through the same harness path the model uses ----------------------------------------
+
+
+@pytest.mark.parametrize("task_name", MiniWobScriptedPolicy.TASKS)
+def test_scripted_policies_solve_miniwob(session: BrowserSession, task_name: str):
+    task = Task(task_id=f"miniwob.{task_name}", scope=f"miniwob/{task_name}", benchmark="miniwob", seed=7)
+    steps: list[Step] = []
+    trajectory = run_episode(
+        session,
+        MiniWobScriptedPolicy(),
+        task,
+        HarnessConfig(max_steps=6),
+        on_step=lambda t, s, png: steps.append(s),
+    )
+    assert trajectory.end == "done", [(s.action_str, s.outcome, s.error) for s in trajectory.steps]
+    assert trajectory.verdict.reward and trajectory.verdict.reward > 0
+    assert task.goal  # set from the environment
+    assert steps == trajectory.steps and all(s.outcome == "ok" for s in steps)
+    assert all(s.action_str and s.llm_calls == 1 for s in steps)
+    Trajectory.model_validate_json(trajectory.to_json())  # the record round-trips as JSON
+
+
+# --- fixture pages -------------------------------------------------------------------------------
+
+
+def test_disabled_target_fails_fast_after_one_parse_retry(session: BrowserSession, base_url: str):
+    policy = LabelScript(["I think I should pay.", "Action: click('{Pay now}')", "click('{Help}')"])
+    trajectory = run_episode(session, policy, fixture_task(base_url, "disabled"), HarnessConfig(max_steps=2))
+    first, second = trajectory.steps
+    assert policy.contexts[1].retry_error.startswith("no_action")  # the exact parse error was fed back
+    assert first.llm_calls == 2
+    assert first.outcome == "not_interactable" and "disabled" in first.error
+    assert first.timings_ms["execute"] < 1500
+    assert "not_interactable" in first.feedback and policy.contexts[2].feedback == first.feedback
+    assert second.outcome == "ok" and "help shown" in second.feedback
+
+
+def test_overlay_is_dismissed_then_click_lands(session: BrowserSession, base_url: str):
+    policy = LabelScript(["click('{Continue}')", "noop()"])
+    trajectory = run_episode(session, policy, fixture_task(base_url, "overlay"), HarnessConfig(max_steps=2))
+    step = trajectory.steps[0]
+    assert step.outcome == "ok", step.error
+    assert "dismissed it with 'Accept'" in step.feedback
+    assert "continued" in trajectory.steps[1].observation
+
+
+def test_label_renamed_after_load_and_after_click(session: BrowserSession, base_url: str):
+    policy = LabelScript(["click('{Submit order}')", "noop()"])
+    trajectory = run_episode(session, policy, fixture_task(base_url, "renamed"), HarnessConfig(max_steps=2))
+    first = trajectory.steps[0]
+    assert "Save" not in first.observation and first.target and first.target.label == "Submit order"
+    assert first.outcome == "ok"
+    assert "Order placed" in first.feedback and "thank you" in first.feedback
+
+
+def test_hostile_aria_label_is_sanitized_and_ids_stay_right(session: BrowserSession, base_url: str):
+    page = session.reset(fixture_task(base_url, "quotes"))
+    assert len(page.ids) == 1 and "99" not in page.ids
+    line = next(ln for ln in page.text.splitlines() if ln.startswith(f"[{page.ids[0]}]"))
+    assert line.count("'") == 2 and "[99]" not in page.text and "<|im_start|>" not in page.text
+    assert not any(ln.startswith("Action:") for ln in page.text.splitlines())
+    trajectory = run_episode(
+        session, ScriptedPolicy([f"click('{page.ids[0]}')", "noop()"]), fixture_task(base_url, "quotes"),
+        HarnessConfig(max_steps=2),
+    )  # fmt: skip
+    assert trajectory.steps[0].outcome == "ok" and "greeted" in trajectory.steps[0].feedback
+
+
+def test_unchanging_page_nudges_then_ends_stuck(session: BrowserSession, base_url: str):
+    policy = LabelScript(["click('{Do nothing}')"])
+    trajectory = run_episode(session, policy, fixture_task(base_url, "static"), HarnessConfig(max_steps=8))
+    assert trajectory.end == "stuck"
+    # The first click focuses the button (a change); from then on the page stays the same.
+    assert [s.outcome for s in trajectory.steps] == ["ok", "ok", "ok", "no_progress"]
+    assert "focus moved" in trajectory.steps[0].feedback
+    assert "no detectable change" in trajectory.steps[1].feedback
+    assert "You repeated" in trajectory.steps[2].feedback
+
+
+def test_native_select_uses_select_option(session: BrowserSession, base_url: str):
+    policy = LabelScript(["select_option('{Color}', 'Green')", "noop()"])
+    trajectory = run_episode(session, policy, fixture_task(base_url, "select"), HarnessConfig(max_steps=2))
+    step = trajectory.steps[0]
+    assert "options: Red | Green | Blue" in step.observation
+    assert step.outcome == "ok", step.error
+    assert "is now 'Green'" in step.feedback and "picked g" in step.feedback
+
+
+def test_click_inside_iframe(session: BrowserSession, base_url: str):
+    policy = LabelScript(["click('{Press inside}')", "noop()"])
+    trajectory = run_episode(session, policy, fixture_task(base_url, "iframe"), HarnessConfig(max_steps=2))
+    step = trajectory.steps[0]
+    assert step.action_str.startswith("click('a"), step.action_str  # a bid inside frame "a"
+    assert step.outcome == "ok", step.error
+    assert "Pressed inside" in step.feedback and "iframe [a]" in step.feedback
+
+
+# --- a browser killed mid-episode ----------------------------------------------------------------
+
+
+class KillingPolicy:
+    """Clicks Help, and SIGKILLs the session's Chromium just before its second answer."""
+
+    name = "killer"
+
+    def __init__(self, session: BrowserSession) -> None:
+        self.session = session
+        self.killed: set[int] = set()
+
+    def decide(self, ctx: DecisionContext) -> Decision:
+        if ctx.step_index == 1:
+            self.killed = self.session.pids
+            assert self.killed, "no Chromium process found for this session"
+            for pid in self.killed:
+                os.kill(pid, signal.SIGKILL)
+        bid = next(b for b, t in ctx.page.elements.items() if t.label == "Help")
+        return Decision(text=f"click('{bid}')")
+
+
+def test_killed_browser_ends_env_error_and_next_reset_works(base_url: str):
+    recorded: list[Step] = []
+    with BrowserSession(
+        BrowserEnvConfig(pre_observation_delay=0.3, slow_mo_ms=0, screenshots=False)
+    ) as session:
+        policy = KillingPolicy(session)
+        trajectory = run_episode(
+            session, policy, fixture_task(base_url, "disabled"), HarnessConfig(max_steps=4),
+            on_step=lambda t, s, png: recorded.append(s),
+        )  # fmt: skip
+        assert trajectory.end == "env_error"
+        assert [s.outcome for s in trajectory.steps] == ["ok", "env_error"]
+        assert recorded == trajectory.steps and trajectory.steps[-1].error
+        page = session.reset(fixture_task(base_url, "static"))
+        assert "Do nothing" in page.text
+        assert session.pids and not (session.pids & policy.killed)
+
+
+def test_hung_page_is_killed_by_the_watchdog(base_url: str):
+    config = BrowserEnvConfig(pre_observation_delay=0.3, slow_mo_ms=0, screenshots=False, call_timeout_s=6)
+    with BrowserSession(config) as session:
+        policy = LabelScript(["click('{Freeze}')"])
+        trajectory = run_episode(session, policy, fixture_task(base_url, "hang"), HarnessConfig(max_steps=3))
+        assert trajectory.end == "env_error"
+        assert trajectory.steps[-1].outcome == "env_error" and "hung" in trajectory.steps[-1].error
+        assert "Do nothing" in session.reset(fixture_task(base_url, "static")).text
