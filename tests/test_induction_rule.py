@@ -1,0 +1,158 @@
+"""Rule-based induction: grouping by abstract steps, placeholders for differing values only."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from awm.induction.abstraction import abstract_trajectory
+from awm.induction.rule import induce_rule, slugify
+from awm.trajectory import Step, TargetDesc, Task, Trajectory, load_trajectories
+
+FIXTURES = Path(__file__).parent / "fixtures" / "trajectories"
+
+
+def _traj(
+    tid: str, steps: list[tuple[str, dict, TargetDesc | None]], goal: str = "g", scope: str = "s"
+) -> Trajectory:
+    return Trajectory(
+        trajectory_id=tid,
+        task=Task(task_id=tid, goal=goal, scope=scope, benchmark="miniwob"),
+        steps=[Step(index=i, action={"name": n, "args": a}, target=t) for i, (n, a, t) in enumerate(steps)],
+    )
+
+
+def _login_fixtures() -> list[Trajectory]:
+    return [t for t in load_trajectories(FIXTURES) if t.task.scope == "miniwob/login-user"]
+
+
+def test_abstract_sequence_has_no_bids_and_keeps_values_apart():
+    trajectory = _login_fixtures()[0]
+    abstract = abstract_trajectory(trajectory)
+    assert abstract.signature == (
+        ("fill", "textbox", "username"),
+        ("fill", "textbox", "password"),
+        ("click", "button", "login"),
+    )
+    assert abstract.values == ("kanesha", "Ux7q", "")
+    assert "14" not in repr(abstract.signature)
+
+
+def test_trajectories_differing_in_bids_and_values_form_one_workflow_with_placeholders():
+    logins = _login_fixtures()[:3]
+    workflows, report = induce_rule(logins, admission="gt")
+    assert len(workflows) == 1
+    workflow = workflows[0]
+    assert [s.value for s in workflow.steps] == ["{username}", "{password}", ""]
+    assert workflow.parameters == ["username", "password"]
+    assert workflow.description == (
+        'Enter the username "{username}" and the password "{password}" into the text fields and press login.'
+    )
+    assert workflow.provenance.trajectory_ids == ["login-s1", "login-s2", "login-s3"]
+    assert workflow.provenance.mode == "rule" and workflow.provenance.admission == "gt"
+    assert workflow.steps[0].reasoning == "I type the username {username} into the Username box."
+    assert report.groups[workflow.name] == ["login-s1", "login-s2", "login-s3"]
+
+
+def test_values_equal_across_members_stay_literal():
+    box = TargetDesc(role="textbox", label="Search")
+    go = TargetDesc(role="button", label="Go")
+    a = _traj(
+        "a",
+        [
+            ("fill", {"bid": "3", "value": "shoes"}, box),
+            ("select_option", {"bid": "4", "options": "EUR"}, go),
+        ],
+    )
+    b = _traj(
+        "b",
+        [("fill", {"bid": "9", "value": "hats"}, box), ("select_option", {"bid": "7", "options": "EUR"}, go)],
+    )
+    (workflow,), _ = induce_rule([a, b])
+    assert [s.value for s in workflow.steps] == ["{search}", "EUR"]
+    assert workflow.parameters == ["search"]
+
+
+def test_different_abstract_sequences_form_different_workflows():
+    box = TargetDesc(role="textbox", label="Search")
+    a = _traj(
+        "a",
+        [
+            ("fill", {"bid": "3", "value": "x"}, box),
+            ("click", {"bid": "4"}, TargetDesc(role="button", label="Go")),
+        ],
+    )
+    b = _traj(
+        "b", [("fill", {"bid": "3", "value": "y"}, box), ("press", {"bid": "3", "key_comb": "Enter"}, box)]
+    )
+    c = _traj(
+        "c",
+        [
+            ("fill", {"bid": "5", "value": "z"}, box),
+            ("click", {"bid": "6"}, TargetDesc(role="button", label="Go")),
+        ],
+    )
+    workflows, report = induce_rule([a, b, c])
+    assert len(workflows) == 2
+    assert sorted(report.groups.values()) == [["a", "c"], ["b"]]
+    assert workflows[0].abstract_signature() != workflows[1].abstract_signature()
+
+
+def test_same_steps_in_different_scopes_are_not_grouped():
+    box = TargetDesc(role="textbox", label="Search")
+    a = _traj("a", [("fill", {"bid": "3", "value": "x"}, box)], scope="one")
+    b = _traj("b", [("fill", {"bid": "3", "value": "y"}, box)], scope="two")
+    workflows, _ = induce_rule([a, b])
+    assert len(workflows) == 2
+
+
+def test_targetless_steps_keep_the_action_only_and_empty_trajectories_are_skipped():
+    a = _traj(
+        "a",
+        [
+            ("scroll", {"delta_x": 0, "delta_y": 200}, TargetDesc(role="main", label="page")),
+            ("send_msg_to_user", {"text": "42"}, None),
+        ],
+    )
+    b = _traj(
+        "b", [("scroll", {"delta_x": 0, "delta_y": 200}, None), ("send_msg_to_user", {"text": "7"}, None)]
+    )
+    empty = _traj("empty", [])
+    failed = Trajectory(
+        trajectory_id="failed",
+        task=Task(task_id="f", scope="s", benchmark="miniwob"),
+        steps=[Step(index=0, outcome="parse_error", model_output="click(")],
+    )
+    workflows, report = induce_rule([a, b, empty, failed])
+    assert len(workflows) == 1
+    assert workflows[0].abstract_signature() == (("scroll", "", ""), ("send_msg_to_user", "", ""))
+    assert [s.value for s in workflows[0].steps] == ["0, 200", "{send_msg_to_user}"]
+    assert report.skipped_empty == ["empty", "failed"]
+
+
+def test_repeated_value_shares_one_placeholder_and_clashing_labels_get_suffixes():
+    box = TargetDesc(role="textbox", label="Name")
+    a = _traj(
+        "a",
+        [
+            ("fill", {"bid": "1", "value": "ann"}, box),
+            ("fill", {"bid": "2", "value": "ann"}, box),
+            ("fill", {"bid": "3", "value": "x"}, box),
+        ],
+    )
+    b = _traj(
+        "b",
+        [
+            ("fill", {"bid": "1", "value": "bob"}, box),
+            ("fill", {"bid": "2", "value": "bob"}, box),
+            ("fill", {"bid": "3", "value": "y"}, box),
+        ],
+    )
+    (workflow,), _ = induce_rule([a, b])
+    assert [s.value for s in workflow.steps] == ["{name}", "{name}", "{name_2}"]
+    assert workflow.parameters == ["name", "name_2"]
+
+
+def test_slugify():
+    assert slugify("User name") == "user_name"
+    assert slugify("2nd field") == "v_2nd_field"
+    assert slugify("***") == "value"
