@@ -25,7 +25,10 @@ def _mount() -> None:
     from awm.actions_cli import app as actions_app
     from awm.llm.commands import app as llm_app
 
+    from awm import demo
+
     app.command("doctor")(doctor.doctor_command)
+    app.command("demo")(demo.demo_command)
     app.add_typer(llm_app, name="llm")
     app.add_typer(actions_app, name="actions")
     for module, name in (
