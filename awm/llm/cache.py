@@ -1,0 +1,119 @@
+"""On-disk response cache for deterministic model calls (SQLite, JSON values, safe across processes).
+
+Why: re-running a stage, a resumed run or an ablation that shares its first steps repeats the same
+deterministic requests; serving them from disk makes zero model calls. Only deterministic requests
+(temperature 0 or a fixed seed) are cached. Values are JSON (`ChatResult`), never pickle. WAL mode and
+a busy timeout let parallel workers share one file; a connection is opened per operation, so the
+cache survives forks and threads.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from awm.llm.base import ChatRequest, ChatResult, LLMClient, Usage
+from awm.llm.usage import UsageMeter
+
+BUSY_TIMEOUT_MS = 30_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY,
+    backend TEXT NOT NULL,
+    model TEXT NOT NULL,
+    result TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+class ResponseCache:
+    """Key -> `ChatResult` JSON in one SQLite file."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute(_SCHEMA)
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000)
+        conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+        return conn
+
+    def get(self, key: str) -> ChatResult | None:
+        """The stored result, or None (a row that no longer parses counts as a miss)."""
+        conn = self._connect()
+        try:
+            row = conn.execute("SELECT result FROM responses WHERE key = ?", (key,)).fetchone()
+        finally:
+            conn.close()
+        if row is None:
+            return None
+        try:
+            return ChatResult.model_validate_json(row[0])
+        except ValidationError:
+            return None
+
+    def put(self, key: str, result: ChatResult) -> None:
+        conn = self._connect()
+        try:
+            with conn:
+                conn.execute(
+                    "INSERT OR REPLACE INTO responses (key, backend, model, result, created) VALUES (?, ?, ?, ?, ?)",
+                    (key, result.backend, result.model, result.model_dump_json(), time.time()),
+                )
+        finally:
+            conn.close()
+
+    def __len__(self) -> int:
+        conn = self._connect()
+        try:
+            return int(conn.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+        finally:
+            conn.close()
+
+
+class CachedClient:
+    """Wraps a backend: deterministic requests are looked up first and stored after a real call.
+
+    A hit returns the stored reply with ``cached=True``, ``attempts=0`` and zero cost (the tokens are
+    kept so reports still show the size of the request).
+    """
+
+    def __init__(self, inner: LLMClient, cache: ResponseCache, meter: UsageMeter | None = None) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.backend = inner.backend
+        self.model = inner.model
+        self._meter = meter
+
+    def chat(self, request: ChatRequest) -> ChatResult:
+        if not request.deterministic:
+            return self.inner.chat(request)
+        key = request.cache_key(self.backend, self.model)
+        started = time.perf_counter()
+        hit = self.cache.get(key)
+        if hit is not None:
+            usage = Usage(
+                prompt_tokens=hit.usage.prompt_tokens, completion_tokens=hit.usage.completion_tokens
+            )
+            result = hit.model_copy(
+                update={
+                    "cached": True,
+                    "attempts": 0,
+                    "usage": usage,
+                    "seconds": time.perf_counter() - started,
+                }
+            )
+            if self._meter is not None:
+                self._meter.record(request.purpose, usage, cached=True)
+            return result
+        result = self.inner.chat(request)
+        self.cache.put(key, result)
+        return result
