@@ -134,7 +134,10 @@ def _render_call(step: WorkflowStep) -> str:
 
 
 def _is_literal_argument_list(text: str) -> bool:
-    """True for values like ``0, 200`` that were written as non-string literal arguments."""
+    """True for values like ``0, 200`` that were written as numeric arguments (scroll, tab_focus, noop).
+
+    Only numbers qualify: a value such as ``()`` or ``[1]`` is text and gets quoted.
+    """
     try:
         call = ast.parse(f"f({text})", mode="eval").body
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -147,7 +150,7 @@ def _is_literal_argument_list(text: str) -> bool:
         values = [ast.literal_eval(arg) for arg in call.args]
     except (ValueError, TypeError, SyntaxError, RecursionError):
         return False
-    return all(not isinstance(value, str) for value in values)
+    return all(isinstance(value, int | float) and not isinstance(value, bool) for value in values)
 
 
 def render_workflow(workflow: Workflow, style: Style) -> str:
