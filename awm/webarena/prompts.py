@@ -1,0 +1,148 @@
+"""The web agent's prompt text: pure functions from (task, memory, history, page) to `PromptParts`.
+
+Why this order and this shape (DESIGN.md §7): the fixed instructions are short and come FIRST, then
+the workflow memory, then the goal: all three are identical on every step of an episode, so the
+local model's prefix cache skips them after step one. History entries are rendered from their own
+step only, so an entry never changes once written and the cached prefix reaches through the history
+too; the page, which changes every step, comes last. Examples in the action list use the placeholder
+'BID', never an id a real page could have (a small model copies example ids).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Literal
+
+from awm.actions import describe_actions
+from awm.memory.text_format import render_workflow
+from awm.memory.workflow import Workflow
+from awm.tokens import PromptParts
+from awm.trajectory import Step, Task
+
+PromptOrder = Literal["prefix", "page_first"]
+
+# MiniWoB++ pages are one tab with no answer box: tab, URL and chat actions only add prompt tokens
+# and ways to go wrong.
+MINIWOB_ACTIONS: tuple[str, ...] = (
+    "click",
+    "dblclick",
+    "hover",
+    "fill",
+    "clear",
+    "select_option",
+    "check",
+    "uncheck",
+    "press",
+    "focus",
+    "scroll",
+)
+
+SYSTEM_INTRO = (
+    "You are a web agent. Each turn you see the goal, your previous steps and the current page, "
+    "and you choose the next action.\n"
+    "The page lists elements as [id] role 'name'; act only on an id shown on the current page.\n"
+    "Reply with one short thought on the first line and exactly one action on the second line, "
+    "nothing else."
+)
+MEMORY_HEADER = "## Workflows that solved similar tasks (adapt their values to this goal)"
+HISTORY_HEADER = "## Previous steps"
+MAX_HISTORY_FIELD_CHARS = 300
+
+
+def action_names_for(task: Task) -> list[str] | None:
+    """The actions offered for a task: a focused subset for MiniWoB++, the whole set elsewhere."""
+    return list(MINIWOB_ACTIONS) if task.benchmark == "miniwob" else None
+
+
+def system_text(action_names: Collection[str] | None = None) -> str:
+    """Fixed instructions plus the action list; the same string on every step of every episode."""
+    return f"{SYSTEM_INTRO}\n\n## Actions\n{describe_actions('browser', names=action_names)}"
+
+
+def memory_texts(workflows: Sequence[Workflow]) -> list[str]:
+    """Each workflow in AWM's WebArena text format, most relevant first (as retrieved)."""
+    return [render_workflow(w, style="webarena") for w in workflows]
+
+
+def goal_text(goal: str) -> str:
+    return f"## Goal\n{goal.strip()}"
+
+
+def _clip(text: str, limit: int = MAX_HISTORY_FIELD_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def history_entry(step: Step) -> str:
+    """One past step: thought, action (or the raw output if it did not parse), and what happened.
+
+    Rendered from the step alone, so the text never changes after the step (prefix-cache friendly).
+    """
+    lines = [f"Step {step.index + 1}:"]
+    if step.thought:
+        lines.append(f"  Thought: {_clip(step.thought)}")
+    if step.action_str:
+        lines.append(f"  Action: {step.action_str}")
+    elif step.model_output:
+        lines.append(f"  Output: {_clip(step.model_output)}")
+    result = step.feedback or step.error or ("ok" if step.outcome == "ok" else step.outcome)
+    lines.append(f"  Result: {_clip(result)}")
+    return "\n".join(lines)
+
+
+def observation_text(page_text: str, url: str = "", *, feedback: str = "", retry_error: str = "") -> str:
+    """The current page, then (when set) what the last action did and why the last answer was refused.
+
+    A refused answer is shown with its exact error, last, right before the model answers: at
+    temperature 0 the same prompt gives the same answer, so a retry must change the prompt.
+    """
+    # Only web URLs: a local file:// path says nothing about the page and would make the prompt
+    # (and its hash) differ from one machine to the next.
+    shown = url if url.startswith(("http://", "https://")) else ""
+    parts = ["## Current page" + (f" ({shown})" if shown else ""), page_text.strip()]
+    if feedback:
+        parts.append(f"## Last action result\n{feedback.strip()}")
+    if retry_error:
+        parts.append(
+            "## Your last answer was refused\n"
+            f"{retry_error.strip()}\n"
+            "Answer again: one thought line, then one action using an id from the current page."
+        )
+    return "\n\n".join(parts)
+
+
+def build_parts(
+    *,
+    system: str,
+    memory: Sequence[str],
+    goal: str,
+    history: Sequence[Step],
+    page_text: str,
+    url: str = "",
+    feedback: str = "",
+    retry_error: str = "",
+) -> PromptParts:
+    """Everything one step wants to say, before `fit_prompt` shrinks it to the context window."""
+    return PromptParts(
+        system=system,
+        memory=list(memory),
+        goal=goal_text(goal),
+        history=[history_entry(s) for s in history],
+        observation=observation_text(page_text, url, feedback=feedback, retry_error=retry_error),
+        memory_header=MEMORY_HEADER,
+        history_header=HISTORY_HEADER,
+    )
+
+
+def page_first(messages: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The same content with the page moved to the front (what prefix-unaware agents do).
+
+    Only for `scripts/bench_harness.py`, to measure what the prefix-friendly order saves: the page
+    changes every step, so nothing after it can come from the prefix cache.
+    """
+    system, user = messages[0]["content"], messages[1]["content"]
+    cut = user.find("## Current page")
+    if cut < 0:
+        return messages
+    page, rest = user[cut:].strip(), user[:cut].strip()
+    return [{"role": "system", "content": f"{page}\n\n{system}"}, {"role": "user", "content": rest}]

@@ -1,0 +1,223 @@
+"""Turn `--benchmark/--tasks/--seeds` into `Task` objects, and check WebArena's site URLs before a run.
+
+Why here and not in the CLI: the runner, the pipeline and the tests resolve tasks the same way, and a
+user asking for WebArena without the sites should get one clear sentence before any browser starts.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import json
+import os
+import tomllib
+from collections.abc import Mapping, MutableMapping
+from pathlib import Path
+from typing import Any, Literal
+
+from awm.errors import ConfigError
+from awm.trajectory import Task
+
+Benchmark = Literal["miniwob", "webarena", "browsergym"]
+BENCHMARKS: tuple[str, ...] = ("miniwob", "webarena", "browsergym")
+
+# BrowserGym (>= 0.6) reads the WebArena sites from these variables (note the WA_ prefix).
+WEBARENA_SITES: dict[str, str] = {
+    "shopping": "WA_SHOPPING",
+    "shopping_admin": "WA_SHOPPING_ADMIN",
+    "reddit": "WA_REDDIT",
+    "gitlab": "WA_GITLAB",
+    "wikipedia": "WA_WIKIPEDIA",
+    "map": "WA_MAP",
+    "homepage": "WA_HOMEPAGE",
+}
+
+
+def parse_seeds(text: str) -> list[int]:
+    """`"0-4"` -> [0..4], `"0,3,7"` -> [0, 3, 7], `"2"` -> [2]; ranges and lists mix (`"0-2,9"`)."""
+    seeds: list[int] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        try:
+            if sep:
+                start, stop = int(lo), int(hi)
+                if stop < start:
+                    raise ValueError
+                seeds.extend(range(start, stop + 1))
+            else:
+                seeds.append(int(part))
+        except ValueError:
+            raise ConfigError(
+                f"--seeds: '{part}' is not a seed, a range like 0-4, or a comma list like 0,3,7"
+            ) from None
+    if not seeds:
+        raise ConfigError("--seeds is empty; give e.g. 0-4 or 0,1")
+    return list(dict.fromkeys(seeds))
+
+
+def split_names(text: str) -> list[str]:
+    """A comma list of task names, blanks dropped, order kept, duplicates removed."""
+    return list(dict.fromkeys(n.strip() for n in text.split(",") if n.strip()))
+
+
+def miniwob_task_names() -> list[str]:
+    """The MiniWoB++ task names BrowserGym registers (e.g. ``click-test``)."""
+    from browsergym.miniwob import ALL_MINIWOB_TASKS
+
+    return sorted(cls.get_task_id().split(".", 1)[1] for cls in ALL_MINIWOB_TASKS)
+
+
+def webarena_task_sites(task_number: int) -> list[str] | None:
+    """The sites a WebArena task uses, from libwebarena's task configs when installed, else None."""
+    try:
+        raw = importlib.resources.files("webarena").joinpath("test.raw.json").read_text()
+    except (ModuleNotFoundError, FileNotFoundError, OSError):
+        return None
+    try:
+        configs = json.loads(raw)
+    except ValueError:
+        return None
+    for config in configs if isinstance(configs, list) else []:
+        if isinstance(config, dict) and config.get("task_id") == task_number:
+            sites = config.get("sites")
+            return [str(s) for s in sites] if isinstance(sites, list) else None
+    return None
+
+
+def webarena_scope(task_number: int) -> str:
+    """`webarena/<site>` (sites joined by `+` for cross-site tasks), or `webarena` if unknown."""
+    sites = webarena_task_sites(task_number)
+    return "webarena/" + "+".join(sorted(sites)) if sites else "webarena"
+
+
+def scope_for_task_id(task_id: str) -> tuple[str, str]:
+    """(benchmark, scope) for a BrowserGym id like ``browsergym/miniwob.click-test``."""
+    name = task_id.removeprefix("browsergym/")
+    family, _, rest = name.partition(".")
+    if not rest:
+        return family, family
+    if family == "webarena" and rest.isdigit():
+        return "webarena", webarena_scope(int(rest))
+    return family, f"{family}/{rest}"
+
+
+def resolve_tasks(benchmark: str, names: str | list[str], seeds: list[int] | None = None) -> list[Task]:
+    """Tasks in a stable order: each name, then each seed.
+
+    MiniWoB names are checked against BrowserGym's registry (so a typo fails before any browser
+    starts); WebArena takes task numbers; `browsergym` takes full ids verbatim. `seeds=None` means
+    seed 0 for MiniWoB (its pages are random per seed) and no seed for WebArena (tasks are fixed).
+    """
+    wanted = split_names(names) if isinstance(names, str) else list(dict.fromkeys(names))
+    if not wanted:
+        raise ConfigError("--tasks is empty; give a comma list such as click-test,login-user")
+    if benchmark not in BENCHMARKS:
+        raise ConfigError(f"--benchmark must be one of {', '.join(BENCHMARKS)} (got '{benchmark}')")
+    tasks: list[Task] = []
+    if benchmark == "miniwob":
+        known = set(miniwob_task_names())
+        for name in wanted:
+            short = name.removeprefix("browsergym/").removeprefix("miniwob.")
+            if short not in known:
+                close = sorted(k for k in known if short.split("-")[0] in k)[:5]
+                hint = f"; did you mean {', '.join(close)}?" if close else ""
+                raise ConfigError(f"--tasks: '{name}' is not a MiniWoB++ task registered in BrowserGym{hint}")
+            for seed in seeds if seeds is not None else [0]:
+                tasks.append(
+                    Task(
+                        task_id=f"browsergym/miniwob.{short}",
+                        scope=f"miniwob/{short}",
+                        benchmark="miniwob",
+                        seed=seed,
+                    )
+                )
+        return tasks
+    if benchmark == "webarena":
+        for name in wanted:
+            number = name.removeprefix("browsergym/").removeprefix("webarena.")
+            if not number.isdigit():
+                raise ConfigError(f"--tasks: WebArena tasks are numbers such as 0,1,2 (got '{name}')")
+            for seed in seeds if seeds is not None else [None]:
+                tasks.append(
+                    Task(
+                        task_id=f"browsergym/webarena.{int(number)}",
+                        scope=webarena_scope(int(number)),
+                        benchmark="webarena",
+                        seed=seed,
+                    )
+                )
+        return tasks
+    for name in wanted:
+        if not name.startswith("browsergym/") or "." not in name:
+            raise ConfigError(
+                f"--tasks: with --benchmark browsergym give full ids like browsergym/miniwob.click-test (got '{name}')"
+            )
+        family, scope = scope_for_task_id(name)
+        default: list[int | None] = [0] if family == "miniwob" else [None]
+        for seed in seeds if seeds is not None else default:
+            tasks.append(Task(task_id=name, scope=scope, benchmark=family, seed=seed))
+    return tasks
+
+
+def needs_webarena(tasks: list[Task]) -> bool:
+    return any(t.benchmark == "webarena" for t in tasks)
+
+
+def webarena_section(config_path: Path | None) -> dict[str, Any]:
+    """The `[webarena]` table of a config file (site name -> URL), empty when absent."""
+    if config_path is None:
+        return {}
+    try:
+        data = tomllib.loads(Path(config_path).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"config file {config_path} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {config_path} is not valid TOML: {exc}") from None
+    section = data.get("webarena", {})
+    if not isinstance(section, dict):
+        raise ConfigError(f"config file {config_path}: [webarena] must be a table of site = URL")
+    return section
+
+
+def webarena_urls(
+    section: Mapping[str, Any], environ: Mapping[str, str], *, source: str = "the config's [webarena] section"
+) -> dict[str, str]:
+    """The WA_* variables BrowserGym needs: the environment wins, then the config; error names the gaps."""
+    unknown = sorted(set(section) - set(WEBARENA_SITES))
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown site(s) {', '.join(unknown)}; expected keys: {', '.join(WEBARENA_SITES)}"
+        )
+    urls: dict[str, str] = {}
+    missing: list[str] = []
+    for site, var in WEBARENA_SITES.items():
+        value = environ.get(var) or section.get(site)
+        if not value or not isinstance(value, str):
+            missing.append(var)
+        else:
+            urls[var] = value
+    if missing:
+        raise ConfigError(
+            "WebArena needs the URL of each site: set the environment variable(s) "
+            + ", ".join(missing)
+            + f" (or the matching keys in {source}; template: configs/webarena.toml); "
+            "e.g. export WA_SHOPPING=http://<host>:7770/"
+        )
+    return urls
+
+
+def prepare_webarena_env(
+    config_path: Path | None, environ: MutableMapping[str, str] | None = None
+) -> dict[str, str]:
+    """Validate the sites and export them so BrowserGym (in this and child processes) finds them."""
+    env = os.environ if environ is None else environ
+    source = (
+        f"the [webarena] section of {config_path}"
+        if config_path
+        else "the [webarena] section of a --config file"
+    )
+    urls = webarena_urls(webarena_section(config_path), env, source=source)
+    for var, url in urls.items():
+        env.setdefault(var, url)
+    return urls

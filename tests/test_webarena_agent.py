@@ -1,0 +1,236 @@
+"""The LLM web agent: prompt shape (stable prefix, no example ids, fitted whole), grammar only for the
+local backend, retries that show the exact error, and one real-model episode through the whole path."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from awm.actions import action_grammar, parse_action
+from awm.config import Settings, load_settings
+from awm.errors import ActionParseError
+from awm.llm.factory import make_client
+from awm.llm.openai_backend import OpenAICompatibleClient
+from awm.memory.retrieval import RetrievedMemory
+from awm.memory.workflow import Workflow, WorkflowStep
+from awm.tokens import CharEstimateCounter, count_messages
+from awm.trajectory import Step, TargetDesc, Task
+from awm.webarena import prompts
+from awm.webarena.agent import LLMAgent, prompt_hash
+from awm.webarena.env import BrowserEnvConfig, BrowserSession, PageState
+from awm.webarena.harness import DecisionContext, HarnessConfig, run_episode
+from tests.stub_llm_server import Reply, StubLLMServer
+
+TASK = Task(task_id="browsergym/miniwob.login-user", scope="miniwob/login-user", benchmark="miniwob", seed=0)
+GOAL = 'Enter the username "kanesha" and the password "x9" into the text fields and press login.'
+
+
+def page(ids: list[str], *, extra: str = "") -> PageState:
+    elements = {
+        i: TargetDesc(role="textbox" if n < 2 else "button", label=f"field {n}") for n, i in enumerate(ids)
+    }
+    text = "\n".join(f"[{i}] {d.role} '{d.label}'" for i, d in elements.items()) + extra
+    return PageState(text=text, ids=ids, elements=elements, url="", goal=GOAL, fingerprint=f"fp-{len(text)}")
+
+
+def past_step(index: int, action: str, feedback: str) -> Step:
+    return Step(index=index, thought=f"thought {index}", action_str=action, feedback=feedback)
+
+
+def ctx(p: PageState, history: list[Step], *, retry_error: str = "", feedback: str = "") -> DecisionContext:
+    return DecisionContext(
+        task=TASK,
+        page=p,
+        history=history,
+        feedback=feedback,
+        retry_error=retry_error,
+        step_index=len(history),
+    )
+
+
+def workflows() -> list[Workflow]:
+    login = Workflow(
+        name="log_in",
+        description="Log in with a user name and password.",
+        steps=[
+            WorkflowStep(
+                reasoning="Type the user name.",
+                action="fill",
+                target=TargetDesc(role="textbox", label="Username"),
+                value="{username}",
+            ),
+            WorkflowStep(
+                reasoning="Submit.", action="click", target=TargetDesc(role="button", label="Login")
+            ),
+        ],
+    )
+    other = Workflow(
+        name="clear_field",
+        description="Empty a text box.",
+        steps=[WorkflowStep(action="clear", target=TargetDesc(role="textbox", label="Search"))],
+    )
+    return [login, other]
+
+
+def stub_settings(stub: StubLLMServer, **llm: object) -> Settings:
+    base = {"backend": "openai", "base_url": stub.base_url, "model": "stub", "cache": False}
+    return load_settings(overrides={"llm": {**base, **llm}})
+
+
+def local_style_client(stub: StubLLMServer, settings: Settings) -> OpenAICompatibleClient:
+    """The client class the local backend uses, in its llama.cpp configuration, pointed at the stub."""
+    return OpenAICompatibleClient(
+        model="qwen-stub", api_key="not-needed", settings=settings.llm, base_url=stub.base_url,
+        backend="local", llama_cpp=True,
+    )  # fmt: skip
+
+
+# --- prompt shape (no model call) ---------------------------------------------------------------
+
+
+def test_system_message_and_history_are_a_stable_prefix_across_steps() -> None:
+    with StubLLMServer() as stub:
+        settings = stub_settings(stub)
+        memory = RetrievedMemory(scope="miniwob/login-user", version=3, workflows=workflows())
+        agent = LLMAgent(make_client(settings), CharEstimateCounter(), settings=settings, memory=memory)
+        s1 = past_step(0, "fill('11', 'kanesha')", "Page: textbox 'field 0' now 'kanesha'")
+        s2 = past_step(1, "fill('12', 'x9')", "Page: textbox 'field 1' now 'x9'")
+        first, _, _ = agent.build_request(ctx(page(["11", "12", "13"]), []))
+        second, _, _ = agent.build_request(ctx(page(["21", "22", "23", "24"]), [s1], feedback=s1.feedback))
+        third, _, _ = agent.build_request(
+            ctx(page(["31", "32", "33"], extra="\n[34] link 'more'"), [s1, s2], feedback=s2.feedback)
+        )
+    # System + memory: byte-identical on steps 1 and 3, and it carries the workflows.
+    assert first.messages[0]["content"] == third.messages[0]["content"]
+    assert "## log_in" in first.messages[0]["content"] and "## clear_field" in first.messages[0]["content"]
+    # The user message grows at the end only: everything before the page is kept from the last step.
+    for before, after in ((second, third),):
+        head = before.messages[1]["content"].split("\n\n## Current page")[0]
+        assert after.messages[1]["content"].startswith(head)
+    assert third.messages[1]["content"].startswith("## Goal\n" + GOAL)
+    # The last action's result is shown once (in the history), not twice.
+    assert third.messages[1]["content"].count(s2.feedback) == 1
+
+
+def test_system_text_has_no_example_ids_a_page_could_have() -> None:
+    memory = RetrievedMemory(scope="s", version=1, workflows=workflows())
+    text = prompts.system_text(prompts.action_names_for(TASK)) + "\n".join(
+        prompts.memory_texts(memory.workflows)
+    )
+    quoted = re.findall(r"""['"]([^'"]*)['"]""", text)
+    bid_like = [q for q in quoted if re.fullmatch(r"[a-z]{0,2}\d+", q)]
+    assert bid_like == []
+    assert "click('BID')" in text  # the placeholder is there instead
+
+
+def test_request_fits_the_context_window_and_keeps_the_instructions() -> None:
+    huge = "\n".join(f"[{i}] link 'item number {i} with a long label'" for i in range(100, 3100))
+    with StubLLMServer() as stub:
+        settings = stub_settings(stub, context_window=2048, max_tokens=200)
+        counter = CharEstimateCounter()
+        agent = LLMAgent(make_client(settings), counter, settings=settings, memory=None)
+        history = [past_step(i, f"click('{i}')", "Page: nothing changed " * 20) for i in range(8)]
+        request, tokens, _ = agent.build_request(ctx(page(["1", "2", "3"], extra="\n" + huge), history))
+    assert count_messages(request.messages, counter) == tokens <= 2048 - 200
+    assert request.messages[0]["content"] == prompts.system_text(prompts.action_names_for(TASK))
+    assert GOAL in request.messages[1]["content"]
+    assert "cut to fit the context window" in request.messages[1]["content"]
+
+
+def test_memory_function_is_asked_once_per_goal_and_recorded() -> None:
+    calls: list[str] = []
+
+    def lookup(goal: str) -> RetrievedMemory:
+        calls.append(goal)
+        return RetrievedMemory(scope="miniwob/login-user", version=7, workflows=workflows()[:1])
+
+    with StubLLMServer([Reply(text="fill the name\nfill('11', 'kanesha')")] * 2) as stub:
+        settings = stub_settings(stub)
+        agent = LLMAgent(make_client(settings), CharEstimateCounter(), settings=settings, memory=lookup)
+        d1 = agent.decide(ctx(page(["11", "12", "13"]), []))
+        d2 = agent.decide(ctx(page(["11", "12", "13"]), [past_step(0, "fill('11', 'kanesha')", "ok")]))
+        sent = [r.body["messages"] for r in stub.requests]
+    assert calls == [GOAL]
+    assert d1.memory_version == d2.memory_version == 7
+    assert agent.memory_use.scope == "miniwob/login-user" and agent.memory_use.workflows == ["log_in"]
+    # The prompt hash is sha256 of the messages that were actually sent.
+    assert (
+        d1.prompt_hash
+        == prompt_hash(sent[0])
+        == hashlib.sha256(json.dumps(sent[0], sort_keys=True).encode()).hexdigest()
+    )
+    assert d1.prompt_hash != d2.prompt_hash
+
+
+def test_grammar_is_sent_only_to_the_local_backend_and_kept_on_retry() -> None:
+    p = page(["11", "12", "13"])
+    with StubLLMServer(default=Reply(text="go\nclick('13')")) as stub:
+        settings = stub_settings(stub)
+        hosted = LLMAgent(make_client(settings), CharEstimateCounter(), settings=settings, memory=None)
+        local = LLMAgent(
+            local_style_client(stub, settings), CharEstimateCounter(), settings=settings, memory=None
+        )
+        hosted.decide(ctx(p, []))
+        local.decide(ctx(p, []))
+        local.decide(ctx(p, [], retry_error="id_not_on_page: element '99' is not on the current page"))
+        bodies = [r.body for r in stub.requests]
+    assert "grammar" not in bodies[0]
+    expected = action_grammar("browser", page_ids=p.ids, names=prompts.MINIWOB_ACTIONS, with_thought=True)
+    assert bodies[1]["grammar"] == expected == bodies[2]["grammar"]
+    assert "'13'" in expected and "'99'" not in expected
+    # The retry changed the prompt: the exact error is the last thing the model reads.
+    retry_user = bodies[2]["messages"][1]["content"]
+    assert retry_user != bodies[1]["messages"][1]["content"]
+    assert "id_not_on_page: element '99' is not on the current page" in retry_user.split("## Current page")[1]
+
+
+# --- against a real browser -------------------------------------------------------------------------
+
+
+@pytest.mark.browser
+def test_parse_error_is_fed_back_once_with_the_exact_error() -> None:
+    bad = "I will click the example.\nclick('BID')"
+    with StubLLMServer() as stub:
+        settings = stub_settings(stub)
+        agent = LLMAgent(make_client(settings), CharEstimateCounter(), settings=settings, memory=None)
+        task = Task(
+            task_id="browsergym/miniwob.click-test", scope="miniwob/click-test", benchmark="miniwob", seed=0
+        )
+        with BrowserSession(BrowserEnvConfig(screenshots=False)) as session:
+            first_page = session.reset(task)
+            button = next(i for i in first_page.ids if first_page.elements[i].role == "button")
+            stub.push(Reply(text=bad), Reply(text=f"click it\nclick('{button}')"))
+            trajectory = run_episode(session, agent, task, HarnessConfig(max_steps=1))
+        requests = [r.body for r in stub.requests]
+    with pytest.raises(ActionParseError) as refused:
+        parse_action(bad, page_ids=first_page.ids)
+    exact = f"{refused.value.kind}: {refused.value}"
+    assert len(requests) == 2  # one retry, no more
+    assert exact not in requests[0]["messages"][1]["content"]
+    assert exact in requests[1]["messages"][1]["content"]
+    step = trajectory.steps[0]
+    assert step.llm_calls == 2 and step.action_str == f"click('{button}')" and step.outcome == "ok"
+    assert trajectory.end == "done" and trajectory.verdict.reward and trajectory.verdict.reward > 0
+
+
+@pytest.mark.llm
+@pytest.mark.browser
+def test_real_local_model_reaches_an_executed_action_on_click_test(local_llm, tmp_path: Path) -> None:
+    from awm.webarena.agent import counter_for_client
+
+    settings = load_settings(overrides={"llm": {"backend": "local", "cache": False, "max_tokens": 64}})
+    agent = LLMAgent(local_llm, counter_for_client(local_llm), settings=settings, memory=None)
+    task = Task(
+        task_id="browsergym/miniwob.click-test", scope="miniwob/click-test", benchmark="miniwob", seed=3
+    )
+    with BrowserSession(BrowserEnvConfig(screenshots=False)) as session:
+        trajectory = run_episode(session, agent, task, HarnessConfig(max_steps=2))
+    first = trajectory.steps[0]
+    assert agent.last_grammar is not None  # decoded under the page's ids
+    assert first.outcome != "llm_error", first.error
+    assert first.action is not None and first.action_str, first.model_output  # parsed and executed
+    assert first.prompt_tokens > 0 and first.completion_tokens > 0
