@@ -9,7 +9,6 @@ with zero workflows because its inducer read the wrong file.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Sequence
@@ -32,7 +31,7 @@ from awm.induction.admission import (
 from awm.induction.merge import MergeReport, merge_workflows
 from awm.induction.neural import DEFAULT_BUDGET_TOKENS, DEFAULT_MAX_TOKENS, InductionError, induce_neural
 from awm.induction.rule import induce_rule
-from awm.memory.store import MemoryVersion, WorkflowDiff, WorkflowStore
+from awm.memory.store import MemoryVersion, WorkflowDiff, WorkflowStore, diff_workflows
 from awm.memory.workflow import Workflow
 from awm.trajectory import Step, Task, Trajectory, Verdict, load_trajectories
 
@@ -218,40 +217,11 @@ def in_scope(trajectory: Trajectory, scope: str) -> bool:
 # --- diff preview -----------------------------------------------------------------------------------
 
 
-def _content(workflow: Workflow) -> str:
-    return (
-        json.dumps(workflow.model_dump(mode="json", exclude={"provenance"}), indent=2, ensure_ascii=False)
-        + "\n"
-    )
-
-
 def preview_diff(
     scope: str, a: int, b: int, before: Sequence[Workflow], after: Sequence[Workflow]
 ) -> WorkflowDiff:
     """The store's diff, computed on lists (for a dry run, or a scope's first version which has no `a`)."""
-    old = {w.name: w for w in before}
-    new = {w.name: w for w in after}
-    changed = [n for n in new if n in old and _content(old[n]) != _content(new[n])]
-    patches = {
-        n: "".join(
-            difflib.unified_diff(
-                _content(old[n]).splitlines(keepends=True),
-                _content(new[n]).splitlines(keepends=True),
-                fromfile=f"{n}@{a}",
-                tofile=f"{n}@{b}",
-            )
-        )
-        for n in changed
-    }
-    return WorkflowDiff(
-        scope=scope,
-        a=a,
-        b=b,
-        added=[n for n in new if n not in old],
-        removed=[n for n in old if n not in new],
-        changed=changed,
-        patches=patches,
-    )
+    return diff_workflows(scope, a, b, before, after)
 
 
 # --- the driver -------------------------------------------------------------------------------------

@@ -563,30 +563,36 @@ class WorkflowStore:
 
     def diff(self, scope: str, a: int, b: int) -> WorkflowDiff:
         """Workflows added, removed and changed (same name, other content) from version `a` to `b`."""
-        old, new = self.get(scope, a), self.get(scope, b)
-        before = {w.name: w for w in old.workflows}
-        after = {w.name: w for w in new.workflows}
-        changed = [n for n in after if n in before and _content(before[n]) != _content(after[n])]
-        patches = {
-            n: "".join(
-                difflib.unified_diff(
-                    _content(before[n]).splitlines(keepends=True),
-                    _content(after[n]).splitlines(keepends=True),
-                    fromfile=f"{n}@{a}",
-                    tofile=f"{n}@{b}",
-                )
+        return diff_workflows(scope, a, b, self.get(scope, a).workflows, self.get(scope, b).workflows)
+
+
+def diff_workflows(
+    scope: str, a: int, b: int, before: Sequence[Workflow], after: Sequence[Workflow]
+) -> WorkflowDiff:
+    """The diff of two workflow lists; also used for a dry run or a scope's first version (no `a`)."""
+    old = {w.name: w for w in before}
+    new = {w.name: w for w in after}
+    changed = [n for n in new if n in old and _content(old[n]) != _content(new[n])]
+    patches = {
+        n: "".join(
+            difflib.unified_diff(
+                _content(old[n]).splitlines(keepends=True),
+                _content(new[n]).splitlines(keepends=True),
+                fromfile=f"{n}@{a}",
+                tofile=f"{n}@{b}",
             )
-            for n in changed
-        }
-        return WorkflowDiff(
-            scope=scope,
-            a=a,
-            b=b,
-            added=[n for n in after if n not in before],
-            removed=[n for n in before if n not in after],
-            changed=changed,
-            patches=patches,
         )
+        for n in changed
+    }
+    return WorkflowDiff(
+        scope=scope,
+        a=a,
+        b=b,
+        added=[n for n in new if n not in old],
+        removed=[n for n in old if n not in new],
+        changed=changed,
+        patches=patches,
+    )
 
 
 def _content(workflow: Workflow) -> str:
