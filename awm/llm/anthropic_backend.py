@@ -18,9 +18,10 @@ import anthropic
 from awm.config import LLMSettings
 from awm.errors import LLMError
 from awm.llm.base import ChatRequest, ChatResult
-from awm.llm.cleanup import strip_template_tokens
+from awm.llm.results import finish_call
 from awm.llm.retry import RetryPolicy, TransientError, call_with_retry, is_retryable_status
-from awm.llm.usage import UsageMeter, make_usage
+from awm.llm.usage import UsageMeter
+from awm.tokens import TokenCounter, counter_for
 
 ANTHROPIC_DEFAULT_URL = "https://api.anthropic.com"
 
@@ -95,6 +96,10 @@ class AnthropicClient:
             api_key=api_key, base_url=self.endpoint, max_retries=0, timeout=settings.timeout_s
         )
 
+    def token_counter(self) -> TokenCounter:
+        """An estimate (characters / 3.2): Anthropic's tokenizer is not public."""
+        return counter_for("anthropic", self.model)
+
     def _attempt(self, kwargs: dict[str, Any], remaining: float | None) -> tuple[str, int, int]:
         timeout = self._settings.timeout_s if remaining is None else min(self._settings.timeout_s, remaining)
         try:
@@ -134,18 +139,15 @@ class AnthropicClient:
             lambda remaining: self._attempt(kwargs, remaining), self._retry, self.endpoint
         )
         raw, prompt_tokens, completion_tokens = outcome.value
-        text, stripped = strip_template_tokens(raw)
-        result = ChatResult(
-            text=text,
-            usage=make_usage(self.model, prompt_tokens, completion_tokens, self._settings.prices),
-            seconds=time.perf_counter() - started,
+        return finish_call(
+            request,
+            raw,
+            prompt_tokens,
+            completion_tokens,
+            started=started,
+            attempts=outcome.attempts,
             backend=self.backend,
             model=self.model,
-            attempts=outcome.attempts,
-            stripped_tokens=stripped,
+            prices=self._settings.prices,
+            meter=self._meter,
         )
-        if self._meter is not None:
-            self._meter.record(
-                request.purpose, result.usage, seconds=result.seconds, attempts=result.attempts
-            )
-        return result

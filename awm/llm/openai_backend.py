@@ -16,9 +16,10 @@ import openai
 from awm.config import LLMSettings
 from awm.errors import LLMError, PromptTooLargeError
 from awm.llm.base import ChatRequest, ChatResult
-from awm.llm.cleanup import strip_template_tokens
+from awm.llm.results import finish_call
 from awm.llm.retry import RetryPolicy, TransientError, call_with_retry, is_retryable_status
-from awm.llm.usage import UsageMeter, make_usage
+from awm.llm.usage import UsageMeter
+from awm.tokens import TokenCounter, counter_for
 
 OPENAI_DEFAULT_URL = "https://api.openai.com/v1"
 # How llama.cpp, vLLM and OpenAI word "prompt longer than the context window" in a 400 answer.
@@ -130,6 +131,10 @@ class OpenAICompatibleClient:
             base_url=self.endpoint, api_key=api_key, max_retries=0, timeout=settings.timeout_s
         )
 
+    def token_counter(self) -> TokenCounter:
+        """tiktoken for `openai`; the server's own tokenizer (`/tokenize`) for backend `local`."""
+        return counter_for(self.backend, self.model, self.endpoint)
+
     def _attempt(self, kwargs: dict[str, Any], remaining: float | None) -> tuple[str, int, int]:
         timeout = self._settings.timeout_s if remaining is None else min(self._settings.timeout_s, remaining)
         try:
@@ -161,18 +166,15 @@ class OpenAICompatibleClient:
             lambda remaining: self._attempt(kwargs, remaining), self._retry, self.endpoint
         )
         raw, prompt_tokens, completion_tokens = outcome.value
-        text, stripped = strip_template_tokens(raw)
-        result = ChatResult(
-            text=text,
-            usage=make_usage(self.model, prompt_tokens, completion_tokens, self._settings.prices),
-            seconds=time.perf_counter() - started,
+        return finish_call(
+            request,
+            raw,
+            prompt_tokens,
+            completion_tokens,
+            started=started,
+            attempts=outcome.attempts,
             backend=self.backend,
             model=self.model,
-            attempts=outcome.attempts,
-            stripped_tokens=stripped,
+            prices=self._settings.prices,
+            meter=self._meter,
         )
-        if self._meter is not None:
-            self._meter.record(
-                request.purpose, result.usage, seconds=result.seconds, attempts=result.attempts
-            )
-        return result
