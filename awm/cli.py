@@ -21,35 +21,25 @@ app = typer.Typer(
 
 
 def _mount() -> None:
-    from awm import doctor
+    """Mount every area's commands. Imports stay inside so `awm --help` does not load torch or Playwright."""
+    from awm import demo, doctor
     from awm.actions_cli import app as actions_app
+    from awm.induction.commands import register as register_induce
     from awm.llm.commands import app as llm_app
-
-    from awm import demo
+    from awm.memory.commands import app as memory_app
+    from awm.pipeline.commands import app as pipeline_app
+    from awm.traces.commands import app as traces_app
+    from awm.webarena.commands import register as register_run
 
     app.command("doctor")(doctor.doctor_command)
     app.command("demo")(demo.demo_command)
+    register_run(app)
+    register_induce(app)
+    app.add_typer(pipeline_app, name="pipeline")
+    app.add_typer(memory_app, name="memory")
+    app.add_typer(traces_app, name="traces")
     app.add_typer(llm_app, name="llm")
     app.add_typer(actions_app, name="actions")
-    for module, name in (
-        ("awm.memory.commands", "memory"),
-        ("awm.traces.commands", "traces"),
-    ):
-        try:
-            sub = __import__(module, fromlist=["app"]).app
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            continue
-        app.add_typer(sub, name=name)
-    for module in ("awm.induction.commands", "awm.webarena.commands"):
-        try:
-            register = __import__(module, fromlist=["register"]).register
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-            continue
-        register(app)
 
 
 _mount()

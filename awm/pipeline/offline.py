@@ -1,0 +1,135 @@
+"""Offline memory: induce once from earlier runs or datasets (`offline_from`), freeze, then solve.
+
+Why frozen: the offline arm measures what a fixed memory, built before the test stream, is worth;
+nothing learnt while solving may leak in. Induction happens per scope of the task stream, from the
+inputs' trajectories in that scope, and is committed with a message naming the inputs, so a resumed
+run finds the commit and neither calls the inducer nor commits again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from rich.console import Console
+
+from awm.config import Settings
+from awm.errors import ConfigError
+from awm.pipeline.config import PipelineConfig
+from awm.pipeline.online import PipelineResult, execute
+from awm.pipeline.stages import (
+    Clients,
+    PipelineContext,
+    PipelineStageError,
+    admit_stage,
+    commit_stage,
+    evaluate_stage,
+    find_commit,
+    induce_stage,
+    stage_guard,
+)
+from awm.trajectory import Task, Trajectory
+
+
+def offline_message(sources: list[Path], induction: str, admission: str) -> str:
+    """The commit message of an offline induction: the same inputs and rules give the same message."""
+    names = sorted(str(p) for p in sources)
+    digest = hashlib.sha256("\n".join([*names, induction, admission]).encode()).hexdigest()[:12]
+    return f"offline {induction} from {len(names)} source(s) (admission {admission}, inputs {digest})"
+
+
+def load_sources(sources: list[Path], scope: str) -> list[Trajectory]:
+    """Every trajectory of the inputs that belongs to `scope` (sorted by task key, never file order)."""
+    from awm.induction.offline import in_scope, load_inputs
+
+    found: list[Trajectory] = []
+    with stage_guard("induce"):
+        for path in sources:
+            if not Path(path).exists():
+                raise ConfigError(
+                    f"offline_from path {path} does not exist (a run folder or trajectory file)"
+                )
+            found.extend(t for t in load_inputs(Path(path), scope=scope) if in_scope(t, scope))
+    return sorted(found, key=lambda t: (t.task.key, t.trajectory_id))
+
+
+def induce_offline(
+    ctx: PipelineContext, tasks: list[Task], *, console: Console | None = None
+) -> dict[str, int | None]:
+    """Induce and commit each scope's memory from `offline_from`; returns scope -> head version.
+
+    Fails (naming the stage) when an input is missing, when no input trajectory is in any scope of
+    the stream, when none passes admission, or when the inducer yields nothing.
+    """
+    config = ctx.config
+    sources = list(config.offline_from)
+    message = offline_message(sources, config.induction, config.admission)
+    scopes = list(dict.fromkeys(t.scope for t in tasks))
+    heads: dict[str, int | None] = {}
+    loaded = admitted_total = 0
+    for scope in scopes:
+        done = find_commit(ctx.store, scope, message)
+        if done is not None:
+            heads[scope] = done.version
+            loaded += 1
+            admitted_total += 1
+            continue
+        trajectories = load_sources(sources, scope)
+        loaded += len(trajectories)
+        if not trajectories:
+            heads[scope] = ctx.head_version(scope)
+            continue
+        if config.judge and config.admission in ("judge", "both", "any"):
+            trajectories = evaluate_stage(
+                [t for t in trajectories if t.verdict.judge is None], ctx=ctx, record=False
+            ) + [t for t in trajectories if t.verdict.judge is not None]
+        admitted = admit_stage(trajectories, rule=config.admission)
+        admitted_total += len(admitted.admitted)
+        if not admitted.admitted:
+            heads[scope] = ctx.head_version(scope)
+            continue
+        candidates = induce_stage(admitted.admitted, mode=config.induction, ctx=ctx)
+        version = commit_stage(
+            ctx.store,
+            scope,
+            candidates,
+            author=f"offline-{config.induction}",
+            message=message,
+            provenance={
+                "sources": [str(p) for p in sources],
+                "trajectory_ids": admitted.admitted_ids,
+                "admission": config.admission,
+            },
+        )
+        heads[scope] = version.version if version is not None else ctx.head_version(scope)
+        if console is not None:
+            console.print(
+                f"offline memory {scope}: version {heads[scope]} from {len(admitted.admitted)} trajectories"
+            )
+    if loaded == 0:
+        raise PipelineStageError(
+            "induce",
+            f"none of the trajectories in {', '.join(str(p) for p in sources)} is in the stream's scopes "
+            f"({', '.join(scopes)})",
+        )
+    if admitted_total == 0:
+        raise PipelineStageError(
+            "admit",
+            f"no trajectory from {', '.join(str(p) for p in sources)} passes admission '{config.admission}'",
+        )
+    return heads
+
+
+def run_offline(
+    config: PipelineConfig,
+    settings: Settings,
+    run_dir: Path,
+    *,
+    console: Console | None = None,
+    show_progress: bool = True,
+    clients: Clients | None = None,
+) -> PipelineResult:
+    """Induce from `config.offline_from`, freeze that version, then solve the stream with it read-only."""
+    if config.memory != "offline":
+        raise ConfigError(f"run_offline needs memory = 'offline' (the config says '{config.memory}')")
+    return execute(config, settings, run_dir, console=console, show_progress=show_progress, clients=clients)

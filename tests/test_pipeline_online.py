@@ -1,0 +1,78 @@
+"""The online loop in a real browser: memory versions in stream order, each episode shown the last one."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from awm.config import load_settings
+from awm.memory.store import WorkflowStore
+from awm.pipeline.config import parse_pipeline_table
+from awm.pipeline.online import run_online, run_pipeline
+
+CLICK, LOGIN = "browsergym/miniwob.click-test", "browsergym/miniwob.login-user"
+
+
+@pytest.mark.browser
+def test_online_loop_commits_after_each_task_and_the_next_seed_sees_it(tmp_path: Path) -> None:
+    config = parse_pipeline_table(
+        {"name": "online-t", "tasks": ["click-test", "login-user"], "seeds": [0, 1], "policy": "scripted"}
+    )
+    run_dir = tmp_path / "run"
+    result = run_online(config, load_settings(), run_dir, show_progress=False)
+    assert result.ok, result.error
+    keys = [f"{CLICK}#0", f"{CLICK}#1", f"{LOGIN}#0", f"{LOGIN}#1"]
+    assert [t.task.key for t in result.trajectories] == keys  # stream order: task, then seed
+    assert all(t.verdict.reward == 1.0 for t in result.trajectories)
+    seen = {v.task_key: (v.memory_version_seen, v.memory_version_after) for v in result.versions}
+    assert seen == {keys[0]: (None, 1), keys[1]: (1, 2), keys[2]: (None, 1), keys[3]: (1, 2)}
+    # the episode itself records the version it was shown (what the agent's prompt would carry)
+    by_key = {t.task.key: t for t in result.trajectories}
+    assert by_key[keys[1]].memory_version == 1 and by_key[keys[1]].memory_scope == "miniwob/click-test"
+    assert by_key[keys[3]].workflows_used and by_key[keys[0]].memory_version is None
+    with sqlite3.connect(run_dir / "run.sqlite") as conn:
+        rows = dict(conn.execute("SELECT task_key, memory_version FROM episode").fetchall())
+        states = conn.execute("SELECT task_key, status FROM pipeline_state ORDER BY position").fetchall()
+    assert rows[keys[1]] == 1 and rows[keys[3]] == 1
+    assert states == [(k, "done") for k in keys]
+    with WorkflowStore(run_dir / "memory.sqlite") as store:  # the arm's own memory, in its run folder
+        assert store.scopes() == ["miniwob/click-test", "miniwob/login-user"]
+        log = store.log("miniwob/login-user")
+        head = store.head("miniwob/login-user")
+    assert [v.message for v in log] == [f"online after {keys[2]}", f"online after {keys[3]}"]
+    assert head is not None and [s.action for s in head.workflows[0].steps] == ["fill", "fill", "click"]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert len(summary["episodes"]) == 4
+
+    # running the finished arm again changes nothing and starts no browser
+    again = run_pipeline(config, load_settings(), run_dir, show_progress=False)
+    assert [t.trajectory_id for t in again.trajectories] == [t.trajectory_id for t in result.trajectories]
+    with WorkflowStore(run_dir / "memory.sqlite") as store:
+        assert len(store.log("miniwob/login-user")) == 2
+
+
+@pytest.mark.browser
+def test_offline_arm_freezes_memory_induced_from_an_earlier_run(tmp_path: Path) -> None:
+    fixtures = Path(__file__).parent / "fixtures" / "trajectories"
+    config = parse_pipeline_table(
+        {
+            "name": "offline-t",
+            "tasks": ["login-user"],
+            "seeds": [0],
+            "policy": "scripted",
+            "memory": "offline",
+            "offline_from": [str(fixtures)],
+        }
+    )
+    result = run_pipeline(config, load_settings(), tmp_path / "run", show_progress=False)
+    assert result.ok, result.error
+    [record] = result.versions
+    assert record.memory_version_seen == 1 and record.memory_version_after == 1  # read-only while solving
+    [trajectory] = result.trajectories
+    assert trajectory.memory_version == 1 and trajectory.verdict.reward == 1.0
+    with WorkflowStore(tmp_path / "run" / "memory.sqlite") as store:
+        [version] = store.log("miniwob/login-user")
+    assert version.message.startswith("offline rule from 1 source(s)")
