@@ -6,7 +6,7 @@ setup:
 	@bash scripts/setup.sh
 
 demo: setup
-	$(VENV)/bin/awm demo
+	$(VENV)/bin/awm ablate configs/miniwob-demo.toml
 
 test: setup
 	$(VENV)/bin/ruff check awm tests scripts

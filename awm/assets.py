@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-
 import os
-
 import struct
 import sys
 from dataclasses import dataclass

@@ -27,6 +27,7 @@ def _mount() -> None:
     from awm.induction.commands import register as register_induce
     from awm.llm.commands import app as llm_app
     from awm.memory.commands import app as memory_app
+    from awm.pipeline.ablate_cli import register as register_ablate
     from awm.pipeline.commands import app as pipeline_app
     from awm.traces.commands import app as traces_app
     from awm.webarena.commands import register as register_run
@@ -35,6 +36,7 @@ def _mount() -> None:
     app.command("demo")(demo.demo_command)
     register_run(app)
     register_induce(app)
+    register_ablate(app)
     app.add_typer(pipeline_app, name="pipeline")
     app.add_typer(memory_app, name="memory")
     app.add_typer(traces_app, name="traces")

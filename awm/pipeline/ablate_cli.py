@@ -1,0 +1,63 @@
+"""`awm ablate`: run a memory ablation from a TOML config and write its report.
+
+A thin shell: flags -> `load_ablation` -> `run_ablation` -> tables printed, RESULTS.md named.
+Mount it with `register(app)` from `awm.cli`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def ablate_command(
+    config: Annotated[
+        Path,
+        typer.Argument(help="Ablation config (TOML): a pipeline table, an llm table, arm entries, repeats.", dir_okay=False),
+    ],
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            help="Ablation folder (default: runs/<time>-ablate-<name>); an existing one is resumed."
+        ),
+    ] = None,
+    repeats: Annotated[
+        int | None, typer.Option(min=1, help="Runs of each arm (overrides the config).")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="Parallel workers per arm (overrides the config).")
+    ] = None,
+    backend: Annotated[
+        str | None, typer.Option(help="Parallel backend: local | ray (overrides the config).")
+    ] = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+) -> None:
+    """Run each arm of an ablation on the same tasks and seeds, then compare them.
+
+    Writes OUT/RESULTS.md, OUT/results.json and plots (success per task, success over the task
+    stream with memory versions, tokens per step); each arm's runs are in OUT/arms/<arm>/rep<N>.
+    Running again with the same --out resumes: finished episodes and arms are skipped.
+
+    Example: awm ablate configs/miniwob-demo.toml --out runs/demo-ablation
+    """
+    from rich.console import Console
+
+    from awm.errors import ConfigError
+    from awm.pipeline.ablation import load_ablation, run_ablation
+
+    if backend is not None and backend not in ("local", "ray"):
+        raise ConfigError(f"--backend must be local or ray (got '{backend}')")
+    plan = load_ablation(config, repeats=repeats, workers=workers, backend=backend)
+    folder = out or Path(plan.settings.runs_dir) / f"{datetime.now():%Y%m%d-%H%M%S}-ablate-{plan.base.name}"
+    console = Console()
+    arms = ", ".join(a.name for a in plan.arms) + (", budget-matched" if plan.ablation.budget_matched else "")
+    console.print(f"ablation {plan.base.name}: arms {arms}; {plan.ablation.repeats} repeat(s) -> {folder}")
+    run_ablation(plan, folder, console=console, show_progress=not quiet)
+
+
+def register(app: typer.Typer) -> None:
+    """Mount `awm ablate` on the top-level app."""
+    app.command("ablate")(ablate_command)

@@ -1,0 +1,733 @@
+"""An ablation's report: per-arm numbers with confidence intervals, paired comparisons, plots, RESULTS.md.
+
+Pure functions from the arms' episodes to an `AblationReport` (the statistics are here, where the
+tests are dense), then thin writers: `results.json`, `RESULTS.md`, three PNG plots, a Rich table.
+
+Counting rules, stated once: an episode is a success by ground truth when the benchmark gave a
+reward, else by the judge (unknown is never success); every episode counts, so an `env_error`,
+`llm_error` or timeout is a failure and is listed by name. Actor tokens come from the trajectories
+(what the prompts held, whether or not the response cache answered), judge and induction tokens from
+the pipeline's usage meter (real model calls only; cache hits are free and counted apart).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections import Counter
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from rich.table import Table
+
+from awm.evaluation.audit import JudgeAudit, audit
+from awm.trajectory import Trajectory, utc_now
+from awm.webarena.report import INFRA_ENDS, is_success
+
+RESULTS_JSON = "results.json"
+RESULTS_MD = "RESULTS.md"
+PLOT_SUCCESS_PER_TASK = "success_per_task.png"
+PLOT_STREAM = "success_over_stream.png"
+PLOT_TOKENS = "tokens_per_step.png"
+Z95 = 1.959963984540054
+BOOTSTRAP_RESAMPLES = 2000
+COMPONENTS = ("actor", "judge", "induction")
+VERSIONED_PACKAGES = (
+    "awm",
+    "browsergym-core",
+    "browsergym-miniwob",
+    "playwright",
+    "openai",
+    "anthropic",
+    "torch",
+    "sentence-transformers",
+    "faiss-cpu",
+    "xllamacpp",
+    "llama-cpp-python",
+    "ray",
+    "pydantic",
+    "numpy",
+    "matplotlib",
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# Statistics (pure)
+# --------------------------------------------------------------------------------------------------
+
+
+def wilson_interval(successes: int, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """Wilson score interval for a success rate (sane at 0/n and n/n, unlike the normal one)."""
+    if n <= 0:
+        return None
+    p = successes / n
+    denom = 1 + z * z / n
+    center = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, center - half), min(1.0, center + half)
+
+
+def sign_test_p(wins: int, losses: int) -> float | None:
+    """Two-sided exact sign test on paired outcomes (ties dropped); None when every pair tied."""
+    n = wins + losses
+    if n == 0:
+        return None
+    tail = sum(math.comb(n, i) for i in range(min(wins, losses) + 1)) / 2**n
+    return min(1.0, 2 * tail)
+
+
+def bootstrap_mean_ci(
+    values: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
+) -> tuple[float, float] | None:
+    """Percentile bootstrap 95% interval of the mean (seeded, so a report is reproducible)."""
+    if not values:
+        return None
+    rng = random.Random(seed)
+    n = len(values)
+    means = sorted(sum(rng.choice(values) for _ in range(n)) / n for _ in range(resamples))
+    return means[int(0.025 * (resamples - 1))], means[int(0.975 * (resamples - 1))]
+
+
+# --------------------------------------------------------------------------------------------------
+# The report model
+# --------------------------------------------------------------------------------------------------
+
+
+class ArmRun(BaseModel):
+    """One repeat of one arm as the ablation driver ran it (input to `build_report`)."""
+
+    arm: str
+    repeat: int
+    run_dir: str
+    config_hash: str = ""
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    memory: str = "off"
+    max_steps: int = 0
+    trajectories: list[Trajectory] = Field(default_factory=list)  # stream order
+    versions: dict[str, tuple[int | None, int | None]] = Field(default_factory=dict)  # key -> (seen, after)
+    usage: dict[str, dict[str, float]] = Field(default_factory=dict)  # component -> usage fields
+    failed_stage: str | None = None
+    error: str | None = None
+    wall_seconds: float = 0.0
+
+
+class EpisodeRow(BaseModel):
+    """One episode, flat: a row of the per-task table, a point of the stream plot."""
+
+    arm: str
+    repeat: int
+    position: int
+    key: str
+    task_id: str
+    scope: str = ""
+    seed: int | None
+    trajectory_id: str
+    success: bool
+    reward: float | None
+    judge: str | None
+    end: str
+    steps: int
+    prompt_tokens: int
+    completion_tokens: int
+    step_tokens: list[int] = Field(default_factory=list)
+    seconds: float
+    failure_classes: dict[str, int] = Field(default_factory=dict)
+    memory_version_seen: int | None = None
+    memory_version_after: int | None = None
+    error: str = ""
+
+
+class ArmStats(BaseModel):
+    """An arm over all its repeats."""
+
+    name: str
+    overrides: dict[str, Any] = Field(default_factory=dict)
+    memory: str = "off"
+    max_steps: int = 0
+    config_hashes: list[str] = Field(default_factory=list)
+    repeats: int = 0
+    episodes: int = 0
+    successes: int = 0
+    success_rate: float | None = None
+    ci95: tuple[float, float] | None = None
+    mean_steps: float | None = None
+    tokens_per_task: dict[str, float] = Field(default_factory=dict)  # actor, judge, induction, total
+    cost_per_task_usd: float = 0.0
+    seconds_per_task: float | None = None
+    wall_seconds: float = 0.0
+    ends: dict[str, int] = Field(default_factory=dict)
+    failure_classes: dict[str, int] = Field(default_factory=dict)
+    errors: list[dict[str, Any]] = Field(default_factory=list)  # infra failures, by name, never dropped
+    usage: dict[str, dict[str, float]] = Field(default_factory=dict)  # summed over repeats
+    judge_audit: JudgeAudit | None = None
+    final_versions: dict[str, int | None] = Field(default_factory=dict)  # scope -> head after the stream
+    failed_stages: list[str] = Field(default_factory=list)
+
+
+class PairedComparison(BaseModel):
+    """Arm B against arm A on the same task, seed and repeat."""
+
+    arm_a: str
+    arm_b: str
+    pairs: int
+    b_wins: int  # B solved, A did not
+    a_wins: int
+    ties: int
+    mean_success_diff: float | None = None  # B - A, in [-1, 1]
+    ci95: tuple[float, float] | None = None  # bootstrap of the mean difference
+    sign_test_p: float | None = None
+    mean_tokens_diff: float | None = None
+    mean_steps_diff: float | None = None
+
+
+class BudgetMatch(BaseModel):
+    """How the budget-matched arm was sized, and what it reached."""
+
+    memory_arm: str
+    off_arm: str
+    target_tokens_per_task: float  # the memory arm's actor + judge + induction, per task
+    off_tokens_per_task: float
+    scale: float
+    cap: float
+    base_max_steps: int
+    max_steps: int
+    achieved_tokens_per_task: float | None = None
+
+
+class AblationReport(BaseModel):
+    """Everything `results.json` holds; `RESULTS.md` and the plots are drawn from it."""
+
+    name: str
+    config_path: str
+    config_hash: str
+    created_at: str = Field(default_factory=utc_now)
+    packages: dict[str, str] = Field(default_factory=dict)
+    model: str = "-"
+    backend: str = "-"
+    base: dict[str, Any] = Field(default_factory=dict)
+    repeats: int = 1
+    arms: list[ArmStats] = Field(default_factory=list)
+    comparisons: list[PairedComparison] = Field(default_factory=list)
+    per_task: dict[str, dict[str, list[int]]] = Field(default_factory=dict)  # task -> arm -> [succ, n]
+    episodes: list[EpisodeRow] = Field(default_factory=list)
+    budget_match: BudgetMatch | None = None
+    plots: list[str] = Field(default_factory=list)
+    seconds: float = 0.0
+
+
+# --------------------------------------------------------------------------------------------------
+# Building it (pure)
+# --------------------------------------------------------------------------------------------------
+
+
+def episode_rows(run: ArmRun) -> list[EpisodeRow]:
+    rows = []
+    for position, t in enumerate(run.trajectories):
+        seen, after = run.versions.get(t.task.key, (t.memory_version, None))
+        errors = [s.error for s in t.steps if s.error and s.outcome in ("env_error", "llm_error")]
+        rows.append(
+            EpisodeRow(
+                arm=run.arm,
+                repeat=run.repeat,
+                position=position,
+                key=t.task.key,
+                task_id=t.task.task_id.removeprefix("browsergym/"),
+                scope=t.task.scope,
+                seed=t.task.seed,
+                trajectory_id=t.trajectory_id,
+                success=is_success(t),
+                reward=t.verdict.reward,
+                judge=t.verdict.judge,
+                end=t.end,
+                steps=len(t.steps),
+                prompt_tokens=t.prompt_tokens,
+                completion_tokens=t.completion_tokens,
+                step_tokens=[s.prompt_tokens + s.completion_tokens for s in t.steps],
+                seconds=round(t.seconds, 3),
+                failure_classes=dict(Counter(s.outcome for s in t.steps if s.outcome != "ok")),
+                memory_version_seen=seen,
+                memory_version_after=after,
+                error=(errors[-1] if errors else "")[:300],
+            )
+        )
+    return rows
+
+
+def _usage_sum(runs: Sequence[ArmRun]) -> dict[str, dict[str, float]]:
+    total: dict[str, dict[str, float]] = {}
+    for run in runs:
+        for component, fields in run.usage.items():
+            into = total.setdefault(component, {})
+            for key, value in fields.items():
+                if isinstance(value, int | float):
+                    into[key] = into.get(key, 0) + value
+    return total
+
+
+def _tokens(fields: dict[str, float] | None) -> float:
+    return float((fields or {}).get("prompt_tokens", 0) + (fields or {}).get("completion_tokens", 0))
+
+
+def arm_stats(name: str, runs: Sequence[ArmRun], *, actor_cost_usd: float = 0.0) -> ArmStats:
+    """One arm's numbers over its repeats. `actor_cost_usd` is the actor's cost of the trajectories'
+    tokens (priced by the caller, which knows the model); judge and induction costs come from usage."""
+    rows = [r for run in runs for r in episode_rows(run)]
+    trajectories = [t for run in runs for t in run.trajectories]
+    n = len(rows)
+    successes = sum(r.success for r in rows)
+    usage = _usage_sum(runs)
+    actor_tokens = sum(r.prompt_tokens + r.completion_tokens for r in rows)
+    per = (lambda x: x / n) if n else (lambda x: 0.0)
+    tokens = {
+        "actor": per(actor_tokens),
+        "judge": per(_tokens(usage.get("judge"))),
+        "induction": per(_tokens(usage.get("induction"))),
+    }
+    tokens["total"] = sum(tokens.values())
+    other_cost = sum(float(usage.get(c, {}).get("cost_usd", 0.0)) for c in ("judge", "induction"))
+    classes: Counter[str] = Counter()
+    for r in rows:
+        classes.update(r.failure_classes)
+    errors = [
+        {"key": r.key, "repeat": r.repeat, "end": r.end, "trajectory_id": r.trajectory_id, "error": r.error}
+        for r in rows
+        if r.end in INFRA_ENDS
+    ]
+    judged = [t for t in trajectories if t.verdict.judge is not None and t.verdict.reward is not None]
+    last = runs[-1] if runs else None
+    final: dict[str, int | None] = {}
+    if last is not None:
+        for t in last.trajectories:
+            seen, after = last.versions.get(t.task.key, (None, None))
+            final[t.task.scope] = after if after is not None else final.get(t.task.scope, seen)
+    final = {scope: v for scope, v in final.items() if v is not None}
+    first = runs[0] if runs else None
+    return ArmStats(
+        name=name,
+        overrides=first.overrides if first else {},
+        memory=first.memory if first else "off",
+        max_steps=first.max_steps if first else 0,
+        config_hashes=sorted({run.config_hash for run in runs if run.config_hash}),
+        repeats=len(runs),
+        episodes=n,
+        successes=successes,
+        success_rate=successes / n if n else None,
+        ci95=wilson_interval(successes, n),
+        mean_steps=sum(r.steps for r in rows) / n if n else None,
+        tokens_per_task={k: round(v, 1) for k, v in tokens.items()},
+        cost_per_task_usd=per(actor_cost_usd + other_cost),
+        seconds_per_task=sum(r.seconds for r in rows) / n if n else None,
+        wall_seconds=round(sum(run.wall_seconds for run in runs), 1),
+        ends=dict(Counter(r.end for r in rows).most_common()),
+        failure_classes=dict(classes.most_common()),
+        errors=errors,
+        usage=usage,
+        judge_audit=audit(judged) if judged else None,
+        final_versions=final,
+        failed_stages=[f"repeat {run.repeat}: {run.failed_stage}" for run in runs if run.failed_stage],
+    )
+
+
+def compare(a: str, b: str, rows: Sequence[EpisodeRow]) -> PairedComparison:
+    """Pair the two arms' episodes by (task key, repeat); B minus A."""
+    by_a = {(r.key, r.repeat): r for r in rows if r.arm == a}
+    by_b = {(r.key, r.repeat): r for r in rows if r.arm == b}
+    keys = sorted(set(by_a) & set(by_b))
+    diffs = [float(by_b[k].success) - float(by_a[k].success) for k in keys]
+    b_wins, a_wins = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+
+    def mean(values: list[float]) -> float | None:
+        return sum(values) / len(values) if values else None
+
+    return PairedComparison(
+        arm_a=a,
+        arm_b=b,
+        pairs=len(keys),
+        b_wins=b_wins,
+        a_wins=a_wins,
+        ties=len(keys) - b_wins - a_wins,
+        mean_success_diff=mean(diffs),
+        ci95=bootstrap_mean_ci(diffs),
+        sign_test_p=sign_test_p(b_wins, a_wins),
+        mean_tokens_diff=mean(
+            [
+                float(
+                    by_b[k].prompt_tokens
+                    + by_b[k].completion_tokens
+                    - by_a[k].prompt_tokens
+                    - by_a[k].completion_tokens
+                )
+                for k in keys
+            ]
+        ),
+        mean_steps_diff=mean([float(by_b[k].steps - by_a[k].steps) for k in keys]),
+    )
+
+
+def package_versions(names: Sequence[str] = VERSIONED_PACKAGES) -> dict[str, str]:
+    """Installed versions of the packages that shape results ('-' where not installed)."""
+    out = {}
+    for name in names:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = "-"
+    return out
+
+
+def build_report(
+    runs: Sequence[ArmRun],
+    *,
+    name: str,
+    config_path: str,
+    config_hash: str,
+    base: dict[str, Any],
+    repeats: int,
+    model: str,
+    backend: str,
+    actor_costs: dict[str, float] | None = None,
+    budget_match: BudgetMatch | None = None,
+    seconds: float = 0.0,
+) -> AblationReport:
+    """The whole report; arms in first-run order, each compared with the first arm (the baseline)."""
+    order = list(dict.fromkeys(run.arm for run in runs))
+    arms = [
+        arm_stats(arm, [r for r in runs if r.arm == arm], actor_cost_usd=(actor_costs or {}).get(arm, 0.0))
+        for arm in order
+    ]
+    rows = [row for run in runs for row in episode_rows(run)]
+    per_task: dict[str, dict[str, list[int]]] = {}
+    for row in rows:
+        cell = per_task.setdefault(row.task_id, {}).setdefault(row.arm, [0, 0])
+        cell[0] += int(row.success)
+        cell[1] += 1
+    comparisons = [compare(order[0], other, rows) for other in order[1:]]
+    if budget_match is not None:
+        matched = next((a for a in arms if a.name == "budget-matched"), None)
+        if matched is not None:
+            budget_match = budget_match.model_copy(
+                update={"achieved_tokens_per_task": matched.tokens_per_task.get("total")}
+            )
+    return AblationReport(
+        name=name,
+        config_path=config_path,
+        config_hash=config_hash,
+        packages=package_versions(),
+        model=model,
+        backend=backend,
+        base=base,
+        repeats=repeats,
+        arms=arms,
+        comparisons=comparisons,
+        per_task=per_task,
+        episodes=rows,
+        budget_match=budget_match,
+        seconds=round(seconds, 1),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Rendering
+# --------------------------------------------------------------------------------------------------
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{100 * value:.1f}%"
+
+
+def _ci(ci: tuple[float, float] | None, *, signed: bool = False) -> str:
+    if ci is None:
+        return "n/a"
+    if signed:
+        return f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}] pts"
+    return f"[{100 * ci[0]:.1f}%, {100 * ci[1]:.1f}%]"
+
+
+def _num(value: float | None, digits: int = 1) -> str:
+    return "n/a" if value is None else f"{value:,.{digits}f}"
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def render_markdown(report: AblationReport) -> str:
+    """`RESULTS.md`: identity, the arms, the pairs, each task, failures, judge audit, memory versions."""
+    lines = [
+        f"# Ablation {report.name}",
+        "",
+        f"- config: `{report.config_path}` (hash `{report.config_hash}`), {report.repeats} repeat(s) per arm",
+        f"- model: `{report.model}` (backend {report.backend})",
+        f"- written: {report.created_at}, {report.seconds:.0f} s of wall time in total",
+        "- packages: " + ", ".join(f"{k} {v}" for k, v in report.packages.items() if v != "-"),
+        "",
+        "Base pipeline config:",
+        "",
+        "```json",
+        json.dumps(report.base, indent=2, sort_keys=True, default=str),
+        "```",
+        "",
+        "## Arms",
+        "",
+        "Success is ground truth where the benchmark gives a reward; errors (env_error, llm_error, timeout) "
+        "count as failures. Tokens per task: actor (from the trajectories) + judge + induction (real model "
+        "calls). 95% intervals are Wilson score intervals.",
+        "",
+        "| arm | overrides | success | 95% CI | mean steps | tokens/task (actor / judge / induction = total) | cost/task | s/task | errors |",
+        "|---|---|---:|---|---:|---|---:|---:|---:|",
+    ]
+    for a in report.arms:
+        t = a.tokens_per_task
+        overrides = ", ".join(f"{k}={v}" for k, v in a.overrides.items()) or "-"
+        lines.append(
+            f"| {a.name} | {overrides} | {a.successes}/{a.episodes} ({_pct(a.success_rate)}) | {_ci(a.ci95)} | "
+            f"{_num(a.mean_steps, 2)} | {_num(t.get('actor'), 0)} / {_num(t.get('judge'), 0)} / "
+            f"{_num(t.get('induction'), 0)} = {_num(t.get('total'), 0)} | ${a.cost_per_task_usd:.4f} | "
+            f"{_num(a.seconds_per_task)} | {len(a.errors)} |"
+        )
+    if report.comparisons:
+        lines += [
+            "",
+            "## Paired differences (same task, seed and repeat)",
+            "",
+            "B minus A. The interval is a seeded percentile bootstrap of the mean difference; p is the exact "
+            "two-sided sign test over pairs that differ.",
+            "",
+            "| A | B | pairs | B better | A better | ties | success diff | 95% CI | sign test p | tokens diff/task | steps diff/task |",
+            "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+        ]
+        for c in report.comparisons:
+            diff = "n/a" if c.mean_success_diff is None else f"{100 * c.mean_success_diff:+.1f} pts"
+            lines.append(
+                f"| {c.arm_a} | {c.arm_b} | {c.pairs} | {c.b_wins} | {c.a_wins} | {c.ties} | {diff} | "
+                f"{_ci(c.ci95, signed=True)} | {_p(c.sign_test_p)} | {_num(c.mean_tokens_diff, 0)} | "
+                f"{_num(c.mean_steps_diff, 2)} |"
+            )
+    if report.budget_match is not None:
+        b = report.budget_match
+        lines += [
+            "",
+            "## Budget-matched arm",
+            "",
+            f"Memory off with the step budget raised towards the tokens of `{b.memory_arm}`: target "
+            f"{b.target_tokens_per_task:,.0f} tokens/task (actor + judge + induction), `{b.off_arm}` spent "
+            f"{b.off_tokens_per_task:,.0f}; scale {b.scale:.2f} (capped at {b.cap:g}x) took max_steps from "
+            f"{b.base_max_steps} to {b.max_steps}. Achieved: "
+            f"{_num(b.achieved_tokens_per_task, 0)} tokens/task. (More steps buy tokens only when episodes "
+            "run to the limit; one that ends early spends no more.)",
+        ]
+    arms = [a.name for a in report.arms]
+    lines += ["", "## Per task", "", "| task | " + " | ".join(arms) + " |", "|---|" + "---:|" * len(arms)]
+    for task in sorted(report.per_task):
+        cells = []
+        for arm in arms:
+            s, n = report.per_task[task].get(arm, [0, 0])
+            cells.append(f"{s}/{n}" if n else "-")
+        lines.append(f"| {task} | " + " | ".join(cells) + " |")
+    lines += ["", "## Failure classes", ""]
+    for a in report.arms:
+        ends = ", ".join(f"{k} x{v}" for k, v in a.ends.items()) or "-"
+        classes = ", ".join(f"{k} x{v}" for k, v in a.failure_classes.items()) or "none"
+        lines.append(f"- **{a.name}**: episodes ended {ends}; step failures: {classes}")
+        lines.extend(
+            f"  - error: `{e['key']}` (repeat {e['repeat']}) ended {e['end']}: {e['error'] or '-'}"
+            for e in a.errors
+        )
+        lines.extend(f"  - stage failed: {s}" for s in a.failed_stages)
+    lines += ["", "## Judge audit", ""]
+    audited = [a for a in report.arms if a.judge_audit is not None]
+    if not audited:
+        lines.append("No arm has both a judge label and a ground-truth reward: nothing to audit.")
+    for a in audited:
+        assert a.judge_audit is not None
+        lines += [f"### {a.name}", "", a.judge_audit.to_markdown().replace("## Judge audit", "Judge audit")]
+    lines += ["", "## Memory versions", ""]
+    for a in report.arms:
+        if a.memory == "off":
+            lines.append(f"- **{a.name}**: memory off")
+            continue
+        heads = (
+            ", ".join(f"{scope} v{v}" for scope, v in a.final_versions.items() if v is not None)
+            or "no commit"
+        )
+        lines.append(f"- **{a.name}** ({a.memory}): heads after the stream: {heads}")
+    lines += [
+        "",
+        "| arm | repeat | # | task | seed | success | end | steps | tokens | s | memory seen | after |",
+        "|---|---:|---:|---|---:|---|---|---:|---:|---:|---:|---:|",
+    ]
+    for r in report.episodes:
+        seen = "-" if r.memory_version_seen is None else f"v{r.memory_version_seen}"
+        after = "-" if r.memory_version_after is None else f"v{r.memory_version_after}"
+        lines.append(
+            f"| {r.arm} | {r.repeat} | {r.position} | {r.task_id} | {'-' if r.seed is None else r.seed} | "
+            f"{'yes' if r.success else 'no'} | {r.end} | {r.steps} | {r.prompt_tokens + r.completion_tokens:,} | "
+            f"{r.seconds:.1f} | {seen} | {after} |"
+        )
+    if report.plots:
+        lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in report.plots]
+    return "\n".join(lines) + "\n"
+
+
+def rich_tables(report: AblationReport) -> list[Table]:
+    """The comparison printed at the end of `awm ablate`."""
+    arms = Table(title=f"Ablation {report.name}: {report.model}", caption=f"config {report.config_hash}")
+    for column in ("arm", "success", "95% CI", "steps", "tokens/task", "cost/task", "s/task", "errors"):
+        arms.add_column(column, justify="left" if column in ("arm", "95% CI") else "right")
+    for a in report.arms:
+        arms.add_row(
+            a.name,
+            f"{a.successes}/{a.episodes} ({_pct(a.success_rate)})",
+            _ci(a.ci95),
+            _num(a.mean_steps, 2),
+            _num(a.tokens_per_task.get("total"), 0),
+            f"${a.cost_per_task_usd:.4f}",
+            _num(a.seconds_per_task),
+            str(len(a.errors)),
+        )
+    tables = [arms]
+    if report.comparisons:
+        pairs = Table(title="Paired differences (B - A)")
+        for column in ("A", "B", "pairs", "B better", "A better", "diff", "95% CI", "sign p"):
+            pairs.add_column(column, justify="left" if column in ("A", "B", "95% CI") else "right")
+        for c in report.comparisons:
+            diff = "n/a" if c.mean_success_diff is None else f"{100 * c.mean_success_diff:+.1f} pts"
+            pairs.add_row(
+                c.arm_a,
+                c.arm_b,
+                str(c.pairs),
+                str(c.b_wins),
+                str(c.a_wins),
+                diff,
+                _ci(c.ci95, signed=True),
+                _p(c.sign_test_p),
+            )
+        tables.append(pairs)
+    return tables
+
+
+# --------------------------------------------------------------------------------------------------
+# Plots (matplotlib, Agg) and writing
+# --------------------------------------------------------------------------------------------------
+
+
+def _pyplot() -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def plot_success_per_task(report: AblationReport, path: Path) -> None:
+    """Grouped bars: for each task, each arm's success rate over seeds and repeats."""
+    plt = _pyplot()
+    tasks = sorted(report.per_task)
+    arms = [a.name for a in report.arms]
+    width = 0.8 / max(1, len(arms))
+    fig, ax = plt.subplots(figsize=(max(6.0, 1.2 * len(tasks) + 2), 4))
+    for i, arm in enumerate(arms):
+        rates = []
+        for task in tasks:
+            s, n = report.per_task[task].get(arm, [0, 0])
+            rates.append(s / n if n else 0.0)
+        ax.bar([x + i * width - 0.4 + width / 2 for x in range(len(tasks))], rates, width, label=arm)
+    ax.set_xticks(range(len(tasks)), tasks, rotation=30, ha="right")
+    ax.set_ylim(0, 1.05)
+    ax.set_ylabel("success rate")
+    ax.set_title("Success per task")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_stream(report: AblationReport, path: Path) -> None:
+    """Per arm: cumulative success along the task stream (each repeat a line), each episode a dot
+    (filled: solved), and a dashed line where the memory version an episode saw changed."""
+    plt = _pyplot()
+    arms = [a.name for a in report.arms]
+    fig, axes = plt.subplots(len(arms), 1, figsize=(9, 2.4 * len(arms) + 0.6), sharex=True, squeeze=False)
+    for ax, arm in zip(axes[:, 0], arms, strict=True):
+        rows = [r for r in report.episodes if r.arm == arm]
+        for repeat in sorted({r.repeat for r in rows}):
+            mine = sorted((r for r in rows if r.repeat == repeat), key=lambda r: r.position)
+            xs = [r.position for r in mine]
+            solved = 0
+            cumulative = []
+            for n, r in enumerate(mine, 1):
+                solved += int(r.success)
+                cumulative.append(solved / n)
+            ax.plot(xs, cumulative, label=f"repeat {repeat}")
+            ax.scatter(
+                xs,
+                [1.02 if r.success else -0.02 for r in mine],
+                c=["tab:green" if r.success else "tab:red" for r in mine],
+                s=14,
+            )
+            if repeat == min(r.repeat for r in rows):
+                previous: tuple[str, int | None] | None = None
+                for r in mine:
+                    if previous is not None and r.scope != previous[0]:
+                        ax.axvline(r.position - 0.5, color="black", linewidth=0.6, alpha=0.4)
+                    seen = (r.scope, r.memory_version_seen)
+                    if r.memory_version_seen is not None and seen != previous:
+                        ax.axvline(r.position - 0.5, color="grey", linestyle="--", linewidth=0.8)
+                        label = f"{r.scope.rsplit('/', 1)[-1]} v{r.memory_version_seen}"
+                        ax.text(r.position - 0.45, 0.55, label, fontsize=7, color="grey", rotation=90)
+                    previous = seen
+        ax.set_ylim(-0.08, 1.08)
+        ax.set_ylabel("cum. success")
+        ax.set_title(
+            f"{arm}: success over the task stream (solid: next scope; dashed: memory version seen)",
+            fontsize=9,
+        )
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    axes[-1, 0].set_xlabel("position in the task stream")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_tokens_per_step(report: AblationReport, path: Path) -> None:
+    """Per arm: the distribution of model tokens (prompt + completion) per step."""
+    plt = _pyplot()
+    arms = [a.name for a in report.arms]
+    data = [[t for r in report.episodes if r.arm == arm for t in r.step_tokens] or [0] for arm in arms]
+    fig, ax = plt.subplots(figsize=(max(5.0, 1.5 * len(arms) + 2), 4))
+    ax.boxplot(data, showmeans=True)
+    ax.set_xticks(range(1, len(arms) + 1), arms)
+    ax.set_ylabel("tokens per step (prompt + completion)")
+    ax.set_title("Actor tokens per step" + ("" if any(any(d) for d in data) else " (no model calls)"))
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+
+
+def write_report(report: AblationReport, out: Path) -> Path:
+    """Write the plots, `results.json` and `RESULTS.md` into `out`; returns the RESULTS.md path."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    plots = []
+    for name, draw in (
+        (PLOT_SUCCESS_PER_TASK, plot_success_per_task),
+        (PLOT_STREAM, plot_stream),
+        (PLOT_TOKENS, plot_tokens_per_step),
+    ):
+        draw(report, out / name)
+        plots.append(name)
+    report = report.model_copy(update={"plots": plots})
+    _atomic_write(out / RESULTS_JSON, report.model_dump_json(indent=2) + "\n")
+    _atomic_write(out / RESULTS_MD, render_markdown(report))
+    return out / RESULTS_MD

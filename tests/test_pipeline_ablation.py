@@ -1,0 +1,267 @@
+"""Ablations: arms on the same stream, numbers that match the trajectories, errors counted as failures,
+the statistics by hand, the budget-matched sizing, and a resumable report folder."""
+
+from __future__ import annotations
+
+import json
+import math
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from awm.errors import ConfigError
+from awm.pipeline.ablation import arm_dir, budget_match, load_ablation, run_ablation
+from awm.pipeline.report import (
+    PLOT_STREAM,
+    PLOT_SUCCESS_PER_TASK,
+    PLOT_TOKENS,
+    ArmRun,
+    arm_stats,
+    bootstrap_mean_ci,
+    build_report,
+    compare,
+    episode_rows,
+    render_markdown,
+    sign_test_p,
+    wilson_interval,
+)
+from awm.trajectory import Step, Task, Trajectory, Verdict, load_trajectories
+
+
+def _wilson_by_hand(k: int, n: int) -> tuple[float, float]:
+    z = 1.96
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
+def _traj(
+    key_seed: int, *, reward: float, end: str, steps: int = 1, tokens: int = 100, error: str = ""
+) -> Trajectory:
+    outcome = end if end in ("env_error", "llm_error") else "ok"
+    return Trajectory(
+        trajectory_id=f"t{key_seed}-{end}",
+        task=Task(
+            task_id="browsergym/miniwob.login-user",
+            scope="miniwob/login-user",
+            benchmark="miniwob",
+            seed=key_seed,
+        ),
+        steps=[
+            Step(
+                index=i,
+                prompt_tokens=tokens,
+                completion_tokens=10,
+                outcome=outcome if i == steps - 1 else "ok",
+                error=error,
+            )
+            for i in range(steps)
+        ],
+        end=end,
+        verdict=Verdict(reward=reward),
+        seconds=2.0,
+    )
+
+
+# --- statistics -------------------------------------------------------------------------------------
+
+
+def test_wilson_sign_and_bootstrap_match_hand_computation() -> None:
+    for k, n in ((0, 4), (2, 4), (4, 4), (7, 20)):
+        low, high = wilson_interval(k, n)
+        want = _wilson_by_hand(k, n)
+        assert low == pytest.approx(max(0.0, want[0]), abs=1e-4) and high == pytest.approx(
+            min(1.0, want[1]), abs=1e-4
+        )
+    assert wilson_interval(4, 4)[0] == pytest.approx(1 / (1 + 1.96**2 / 4), abs=1e-4)  # 0.510
+    assert wilson_interval(0, 0) is None
+    assert sign_test_p(5, 0) == pytest.approx(2 / 32)
+    assert sign_test_p(3, 3) == pytest.approx(1.0)
+    assert sign_test_p(0, 0) is None
+    assert bootstrap_mean_ci([1.0] * 6) == (1.0, 1.0)
+    low, high = bootstrap_mean_ci([0.0, 1.0] * 10)
+    assert low < 0.5 < high and bootstrap_mean_ci([0.0, 1.0] * 10) == (low, high)  # seeded
+
+
+def test_errors_count_as_failures_and_are_listed_by_name() -> None:
+    run = ArmRun(
+        arm="online",
+        repeat=1,
+        run_dir="x",
+        memory="online",
+        trajectories=[
+            _traj(0, reward=1.0, end="done", steps=3),
+            _traj(1, reward=0.0, end="env_error", error="browser crashed"),
+            _traj(2, reward=0.0, end="llm_error", error="model unreachable"),
+            _traj(3, reward=0.0, end="timeout", steps=2),
+            _traj(4, reward=0.0, end="max_steps", steps=6),
+        ],
+        usage={"induction": {"prompt_tokens": 400, "completion_tokens": 100, "cost_usd": 0.5, "calls": 2}},
+        versions={"browsergym/miniwob.login-user#1": (1, 2)},
+    )
+    stats = arm_stats("online", [run])
+    assert (stats.episodes, stats.successes) == (5, 1)  # errors are in the denominator
+    assert stats.ci95 == pytest.approx(_wilson_by_hand(1, 5), abs=1e-4)
+    assert stats.mean_steps == pytest.approx((3 + 1 + 1 + 2 + 6) / 5)
+    assert [(e["key"].rsplit("#", 1)[1], e["end"]) for e in stats.errors] == [
+        ("1", "env_error"),
+        ("2", "llm_error"),
+        ("3", "timeout"),
+    ]
+    assert stats.errors[0]["error"] == "browser crashed"
+    assert stats.ends == {"done": 1, "env_error": 1, "llm_error": 1, "timeout": 1, "max_steps": 1}
+    actor = sum(110 * s for s in (3, 1, 1, 2, 6)) / 5
+    assert stats.tokens_per_task["actor"] == pytest.approx(actor, abs=0.1)
+    assert stats.tokens_per_task["induction"] == pytest.approx(100.0)
+    assert stats.tokens_per_task["total"] == pytest.approx(actor + 100.0, abs=0.1)
+    assert stats.cost_per_task_usd == pytest.approx(0.1)
+    md = render_markdown(
+        build_report(
+            [run], name="x", config_path="c", config_hash="h", base={}, repeats=1, model="m", backend="local"
+        )
+    )
+    assert "browser crashed" in md and "model unreachable" in md
+
+
+def test_paired_comparison_pairs_by_task_and_repeat() -> None:
+    a = ArmRun(
+        arm="off",
+        repeat=1,
+        run_dir="a",
+        trajectories=[_traj(s, reward=float(s == 0), end="done") for s in range(4)],
+    )
+    b = ArmRun(
+        arm="online",
+        repeat=1,
+        run_dir="b",
+        trajectories=[_traj(s, reward=float(s != 3), end="done") for s in range(4)],
+    )
+    c = compare("off", "online", episode_rows(a) + episode_rows(b))
+    assert (c.pairs, c.b_wins, c.a_wins, c.ties) == (4, 2, 0, 2)
+    assert c.mean_success_diff == pytest.approx(0.5)
+    assert c.sign_test_p == pytest.approx(0.5)  # 2 wins, 0 losses: 2 * (1/4)
+
+
+def test_budget_match_scales_steps_within_floor_and_cap() -> None:
+    m = budget_match(
+        memory_arm="online",
+        off_arm="off",
+        memory_tokens_per_task=3000,
+        off_tokens_per_task=1000,
+        base_max_steps=5,
+        cap=2.0,
+    )
+    assert (m.scale, m.max_steps) == (2.0, 10)  # 3x wanted, capped at 2x
+    m = budget_match(
+        memory_arm="online",
+        off_arm="off",
+        memory_tokens_per_task=1500,
+        off_tokens_per_task=1000,
+        base_max_steps=5,
+        cap=3.0,
+    )
+    assert (m.scale, m.max_steps) == (1.5, 8)  # rounded up
+    m = budget_match(
+        memory_arm="online",
+        off_arm="off",
+        memory_tokens_per_task=500,
+        off_tokens_per_task=1000,
+        base_max_steps=5,
+        cap=3.0,
+    )
+    assert (m.scale, m.max_steps) == (1.0, 5)  # never fewer steps than the off arm
+
+
+def test_config_errors_name_the_arm_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "a.toml"
+    head = '[pipeline]\ntasks = ["click-test"]\npolicy = "scripted"\n'
+    path.write_text(head + '[[arm]]\nname = "x"\nmemroy = "off"\n')
+    with pytest.raises(ConfigError, match=r"arm 'x'.*memroy"):
+        load_ablation(path)
+    path.write_text(head + '[[arm]]\nname = "x"\nseeds = [3]\n')
+    with pytest.raises(ConfigError, match="arm 'x' sets seeds"):
+        load_ablation(path)
+    path.write_text("budget_matched = true\n" + head + '[[arm]]\nname = "x"\nmemory = "off"\n')
+    with pytest.raises(ConfigError, match="budget_matched"):
+        load_ablation(path)
+    path.write_text(head + '[[arm]]\nname = "a b"\n')
+    with pytest.raises(ConfigError, match="arm name 'a b'"):
+        load_ablation(path)
+
+
+def test_shipped_configs_load() -> None:
+    root = Path(__file__).resolve().parent.parent / "configs"
+    demo = load_ablation(root / "miniwob-demo.toml")
+    assert [a.name for a in demo.arms] == ["off", "online"]
+    assert {a.config.memory for a in demo.arms} == {"off", "online"}
+    dev = load_ablation(root / "miniwob-dev.toml")
+    assert dev.ablation.budget_matched and len(dev.arms) >= 2
+
+
+# --- a real ablation (scripted policy, real Chromium) -----------------------------------------------
+
+
+@pytest.mark.browser
+def test_scripted_ablation_writes_the_report_and_its_numbers_match_the_trajectories(tmp_path: Path) -> None:
+    config = tmp_path / "ablate.toml"
+    config.write_text(
+        textwrap.dedent(
+            """
+            [pipeline]
+            name = "t"
+            tasks = ["click-test", "login-user"]
+            seeds = [0, 1]
+            max_steps = 2   # login-user needs 3 steps: it fails by max_steps, click-test succeeds
+            policy = "scripted"
+
+            [[arm]]
+            name = "off"
+            memory = "off"
+
+            [[arm]]
+            name = "online"
+            memory = "online"
+            induction = "rule"
+            admission = "gt"
+            """
+        )
+    )
+    out = tmp_path / "out"
+    report, md = run_ablation(load_ablation(config), out, show_progress=False)
+    for name in ("RESULTS.md", "results.json", PLOT_SUCCESS_PER_TASK, PLOT_STREAM, PLOT_TOKENS):
+        assert (out / name).is_file() and (out / name).stat().st_size > 0, name
+    data = json.loads((out / "results.json").read_text())
+    assert [a["name"] for a in data["arms"]] == ["off", "online"]
+    for arm in data["arms"]:
+        trajectories = load_trajectories(arm_dir(out, arm["name"], 1) / "trajectories")
+        k = sum(1 for t in trajectories if (t.verdict.reward or 0) > 0)
+        assert (arm["episodes"], arm["successes"]) == (len(trajectories), k) == (4, 2)
+        assert arm["success_rate"] == pytest.approx(0.5)
+        assert arm["ci95"] == pytest.approx(list(_wilson_by_hand(2, 4)), abs=1e-4)
+        assert arm["mean_steps"] == pytest.approx(sum(len(t.steps) for t in trajectories) / 4)
+        assert arm["ends"] == {"done": 2, "max_steps": 2}
+    online = data["arms"][1]
+    assert online["final_versions"] == {"miniwob/click-test": 2}  # only successes are admitted (gt)
+    seen = [
+        (e["key"].rsplit(".", 1)[1], e["memory_version_seen"])
+        for e in data["episodes"]
+        if e["arm"] == "online"
+    ]
+    assert seen == [
+        ("click-test#0", None),
+        ("click-test#1", 1),
+        ("login-user#0", None),
+        ("login-user#1", None),
+    ]
+    [pair] = data["comparisons"]
+    assert (pair["pairs"], pair["ties"]) == (4, 4)
+    text = md.read_text()
+    assert "Wilson" in text and "| miniwob.login-user | 0/2 | 0/2 |" in text and "playwright" in text
+
+    # The same command again resumes: nothing re-runs, the numbers stay.
+    before = sorted(p.name for p in out.glob("arms/*/rep1/trajectories/*.json"))
+    again, _ = run_ablation(load_ablation(config), out, show_progress=False)
+    assert sorted(p.name for p in out.glob("arms/*/rep1/trajectories/*.json")) == before
+    assert [(a.successes, a.episodes) for a in again.arms] == [(a.successes, a.episodes) for a in report.arms]
