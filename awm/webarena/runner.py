@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
@@ -223,32 +221,6 @@ def solve(
         session, policy, task, harness_config, on_step=on_step, trajectory_id=new_trajectory_id(task)
     )
     return annotate(trajectory, policy)
-
-
-# --- worker processes: one browser each, kept for the life of the process --------------------------
-# Module state, on purpose and only in worker processes: a process pool calls functions, and the
-# browser must outlive one call (a fresh Chromium per episode costs seconds).
-_WORKER: dict[str, Any] = {}
-
-
-def _worker_init(
-    env_config: BrowserEnvConfig, policy_factory: PolicyFactory, harness_config: HarnessConfig
-) -> None:
-    from awm.assets import configure_runtime_env
-
-    configure_runtime_env()
-    _WORKER.update(session=BrowserSession(env_config), factory=policy_factory, harness=harness_config)
-
-
-def _worker_solve(task: Task) -> tuple[str, list[bytes | None]]:
-    """Solve one task in a worker; returns the trajectory as JSON plus each step's screenshot."""
-    shots: list[bytes | None] = []
-
-    def keep(_trajectory: Trajectory, _step: Step, png: bytes | None) -> None:
-        shots.append(png)
-
-    trajectory = solve(_WORKER["session"], task, _WORKER["factory"], _WORKER["harness"], keep)
-    return trajectory.to_json(), shots
 
 
 # --------------------------------------------------------------------------------------------------
@@ -462,34 +434,28 @@ def _run_parallel(
 ) -> None:
     """N worker processes, one browser each; the driver alone writes the run folder.
 
-    A worker's steps are written when its episode returns (not live). Tasks are handed out one at a
-    time as workers free up, so a slow task never holds a queue of others behind it.
+    The pool is `awm.pipeline.parallel`'s (one implementation for `awm run` and the pipeline): a hung
+    worker is killed after the episode timeout and its episode recorded as `env_error`. A worker's
+    steps are written when its episode returns (not live).
     """
-    factory = _share_local_server(policy_factory)
-    context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(
-        max_workers=workers,
-        mp_context=context,
-        initializer=_worker_init,
-        initargs=(env_config, factory, harness_config),
-    ) as pool:
-        queue = list(todo)
-        running: dict[Future, Task] = {}
-        while queue or running:
-            while queue and len(running) < workers:
-                task = queue.pop(0)
-                running[pool.submit(_worker_solve, task)] = task
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                running.pop(future)
-                text, shots = future.result()  # a worker's bug stops the run, with its traceback
-                trajectory = Trajectory.model_validate_json(text)
-                recorder.start_episode(trajectory)
-                for step, png in zip(trajectory.steps, shots, strict=False):
-                    prompt_hash = trajectory.meta.get("prompt_hashes", {}).get(str(step.index), "")
-                    recorder.record_step(trajectory, step, png, prompt_hash=prompt_hash)
-                finish(trajectory)
-                advance(trajectory)
+    from awm.pipeline.parallel import run_episodes_parallel
+
+    def record(_index: int, trajectory: Trajectory, shots: list[bytes | None]) -> None:
+        recorder.start_episode(trajectory)
+        for step, png in zip(trajectory.steps, shots, strict=False):
+            prompt_hash = trajectory.meta.get("prompt_hashes", {}).get(str(step.index), "")
+            recorder.record_step(trajectory, step, png, prompt_hash=prompt_hash)
+        finish(trajectory)
+        advance(trajectory)
+
+    run_episodes_parallel(
+        todo,
+        policy_factory=policy_factory,
+        env_config=env_config,
+        harness_config=harness_config,
+        workers=workers,
+        on_result=record,
+    )
 
 
 def _share_local_server(policy_factory: PolicyFactory) -> PolicyFactory:
