@@ -1,0 +1,1 @@
+"""Mind2Web, offline: native records, candidate ranking and pruning, prompts, AWM's metrics and scoring."""
