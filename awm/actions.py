@@ -24,7 +24,7 @@ import json
 import math
 import re
 import warnings
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -162,6 +162,57 @@ ACTION_SETS: dict[str, dict[str, ActionSpec]] = {
 }
 # The two sets' names are disjoint (lower case vs upper case), so an Action finds its spec by name alone.
 _ALL_SPECS: dict[str, ActionSpec] = {**ACTION_SETS["browser"], **ACTION_SETS["mind2web"]}
+
+
+# Which element roles each action can act on. Why: a small model that has filled a form will often
+# `fill` the Submit button too (Playwright refuses: "Element is not an <input>"), and repeats it until the
+# loop stop. Holding each action to its own roles, in the grammar and in the parser, makes that mistake
+# impossible (grammar) or answered with a precise correction (parser). Roles are ARIA/Chromium AXTree
+# roles as the observation prints them; an action missing here acts on any element.
+TEXT_ENTRY_ROLES = frozenset(
+    {"textbox", "searchbox", "combobox", "spinbutton", "textarea", "date", "DateTime", "InputTime"}
+)
+SELECT_ROLES = frozenset({"combobox", "listbox", "PopUpButton"})
+TOGGLE_ROLES = frozenset({"checkbox", "radio", "switch", "menuitemcheckbox", "menuitemradio"})
+ACTION_ROLES: dict[str, frozenset[str]] = {
+    "fill": TEXT_ENTRY_ROLES,
+    "clear": TEXT_ENTRY_ROLES,
+    "press": TEXT_ENTRY_ROLES,
+    "select_option": SELECT_ROLES,
+    "check": TOGGLE_ROLES,
+    "uncheck": TOGGLE_ROLES,
+    "TYPE": TEXT_ENTRY_ROLES,
+    "SELECT": SELECT_ROLES,
+}
+_NEEDS = {
+    "fill": "a text field",
+    "clear": "a text field",
+    "press": "a text field",
+    "TYPE": "a text field",
+    "select_option": "a dropdown (select, listbox or combobox)",
+    "SELECT": "a dropdown (select, listbox or combobox)",
+    "check": "a checkbox, radio button or switch",
+    "uncheck": "a checkbox, radio button or switch",
+}
+
+
+def ids_for_roles(
+    roles: Mapping[str, str], ids: Collection[str] | None = None, action_set: ActionSetName = "browser"
+) -> dict[str, list[str]]:
+    """Per action of `ACTION_ROLES`, the ids (in page order) whose role that action can act on.
+
+    `roles` maps element id -> role. `ids` (default: the keys of `roles`) is the page's id list; an id
+    with no known role goes into every set, so an unknown element is never made unreachable. Actions
+    without a role rule are not in the result (they may act on any id).
+    """
+    names = _specs(action_set)
+    order = list(dict.fromkeys(str(i) for i in (roles if ids is None else ids)))
+    out: dict[str, list[str]] = {}
+    for name in names:
+        allowed = ACTION_ROLES.get(name)
+        if allowed is not None:
+            out[name] = [i for i in order if roles.get(i, "") in allowed or not roles.get(i)]
+    return out
 
 
 # --------------------------------------------------------------------------------------------------
@@ -330,6 +381,41 @@ def _check_on_page(spec: ActionSpec, args: dict[str, ArgValue], page_ids: Collec
     raise _fail(
         "id_not_on_page", f"element '{target}' is not on the current page; valid ids include {listed}{more}"
     )
+
+
+def _check_role(
+    spec: ActionSpec,
+    args: dict[str, ArgValue],
+    ids_for: Mapping[str, Collection[str]] | None,
+    describe: Mapping[str, str] | None,
+    action_set: str,
+) -> None:
+    """Refuse an action on an element of the wrong kind, saying what it is and what to do instead."""
+    key = spec.id_arg
+    if ids_for is None or key is None or spec.name not in ids_for:
+        return
+    target = str(args[key])
+    if target in {str(i) for i in ids_for[spec.name]}:
+        return
+    what = (describe or {}).get(target, "")
+    shown = f"[{target}] is {_article(what)}" if what else f"[{target}] is not one"
+    need = _NEEDS.get(spec.name, f"an element {spec.name} can act on")
+    m2w = action_set == "mind2web"
+    head = f"{spec.name} needs {need}" if m2w else f"{spec.name}() needs {need}"
+    select = "SELECT" if m2w else "select_option"
+    if spec.name != select and target in {str(i) for i in ids_for.get(select, ())}:
+        instead = f"SELECT [{target}] [option]" if m2w else f"select_option({target!r}, 'option')"
+    elif m2w:
+        instead = f"CLICK [{target}]"
+    else:
+        instead = f"click({target!r})"
+    fitting = [str(i) for i in ids_for[spec.name]][:5]
+    here = f"; ids that fit: {', '.join(repr(i) for i in fitting)}" if fitting else ""
+    raise _fail("bad_argument", f"{head}; {shown}: use {instead}{here}")
+
+
+def _article(text: str) -> str:
+    return ("an " if text[:1].lower() in "aeiou" else "a ") + text
 
 
 # --------------------------------------------------------------------------------------------------
@@ -605,7 +691,12 @@ def _no_action_message(action_set: str) -> str:
     )
 
 
-def _parse_browser(text: str, page_ids: Collection[str] | None) -> ParsedOutput:
+def _parse_browser(
+    text: str,
+    page_ids: Collection[str] | None,
+    ids_for: Mapping[str, Collection[str]] | None = None,
+    describe: Mapping[str, str] | None = None,
+) -> ParsedOutput:
     specs = ACTION_SETS["browser"]
     calls = _candidate_calls(text)
     actions = [c for c in calls if c.name in specs]
@@ -630,6 +721,7 @@ def _parse_browser(text: str, page_ids: Collection[str] | None) -> ParsedOutput:
     spec = specs[call.name]
     args = _parse_call(text, call, spec)
     _check_on_page(spec, args, page_ids)
+    _check_role(spec, args, ids_for, describe, "browser")
     return ParsedOutput(thought=_clean_thought(text[: call.start]), action=Action(name=spec.name, args=args))
 
 
@@ -673,7 +765,12 @@ def _m2w_action_at(text: str, m: re.Match[str]) -> tuple[dict[str, ArgValue], Ac
     return {"id": ident, "value": text[value_start:value_end]}, spec, value_end + 1
 
 
-def _parse_mind2web(text: str, page_ids: Collection[str] | None) -> ParsedOutput:
+def _parse_mind2web(
+    text: str,
+    page_ids: Collection[str] | None,
+    ids_for: Mapping[str, Collection[str]] | None = None,
+    describe: Mapping[str, str] | None = None,
+) -> ParsedOutput:
     m = _M2W_OP_RE.search(text)
     if m is None:
         unknown = _M2W_UNKNOWN_RE.search(text)
@@ -693,6 +790,7 @@ def _parse_mind2web(text: str, page_ids: Collection[str] | None) -> ParsedOutput
             "multiple_actions", f"found {1 + len(others)} actions ({shown}); reply with exactly one action"
         )
     _check_on_page(spec, args, page_ids)
+    _check_role(spec, args, ids_for, describe, "mind2web")
     return ParsedOutput(thought=_clean_thought(text[: m.start()]), action=Action(name=spec.name, args=args))
 
 
@@ -701,18 +799,23 @@ def parse_action(
     *,
     action_set: ActionSetName = "browser",
     page_ids: Collection[str] | None = None,
+    ids_for: Mapping[str, Collection[str]] | None = None,
+    describe: Mapping[str, str] | None = None,
 ) -> ParsedOutput:
     """Parse model text into exactly one whitelisted action with literal arguments.
 
     Tolerates prose around the action, "Action:" labels, ``` fences and a trailing comment. Never evaluates
     anything: the candidate call is read with `ast.parse` and only literal nodes are accepted. With
-    `page_ids`, the element id must be one of them. Raises `ActionParseError(kind, message)`, whose message
-    is written to be shown to the model as is.
+    `page_ids`, the element id must be one of them. With `ids_for` (action name -> the ids it may act on,
+    e.g. from `ids_for_roles`), an action listed there must target one of its own ids: `fill` on a button
+    is refused (kind ``bad_argument``) with a message that says what the element is (from `describe`,
+    id -> "button 'Submit'") and what to do instead. Raises `ActionParseError(kind, message)`, whose
+    message is written to be shown to the model as is.
     """
     _specs(action_set)
     if action_set == "mind2web":
-        return _parse_mind2web(text, page_ids)
-    return _parse_browser(text, page_ids)
+        return _parse_mind2web(text, page_ids, ids_for, describe)
+    return _parse_browser(text, page_ids, ids_for, describe)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -750,12 +853,12 @@ _BROWSER_VALUE_RULES = {
 _TYPE_RULE = {"str": "string", "int": "int", "float": "number", "str_or_list": "(string | string-list)"}
 
 
-def _browser_action_rule(spec: ActionSpec) -> str:
+def _browser_action_rule(spec: ActionSpec, id_rule: str = "bid") -> str:
     pieces: list[str] = [_gbnf_literal(f"{spec.name}(")]
     first = True
     for arg in spec.args:
         if arg.type == "id":
-            value = "bid"
+            value = id_rule
         elif arg.choices:
             value = "(" + " | ".join(_gbnf_literal(repr(c)) for c in arg.choices) + ")"
         else:
@@ -770,11 +873,19 @@ def _browser_action_rule(spec: ActionSpec) -> str:
     return " ".join(pieces)
 
 
-def _mind2web_action_rule(spec: ActionSpec) -> str:
-    rule = f'{_gbnf_literal(spec.name + " [")} id "]"'
+def _mind2web_action_rule(spec: ActionSpec, id_rule: str = "id") -> str:
+    rule = f'{_gbnf_literal(spec.name + " [")} {id_rule} "]"'
     if len(spec.args) > 1:
         rule += ' " [" value "]"'
     return rule
+
+
+def _grammar_ids(action_set: str, ids: Collection[str]) -> list[str]:
+    """Ids a grammar can hold as literals: no whitespace (and no brackets in Mind2Web's format)."""
+    out = list(dict.fromkeys(str(i) for i in ids))
+    if action_set == "mind2web":
+        return [i for i in out if i and not any(c.isspace() or c in "[]" for c in i)]
+    return [i for i in out if i and not any(c.isspace() for c in i)]
 
 
 def action_grammar(
@@ -784,24 +895,39 @@ def action_grammar(
     with_thought: bool = True,
     *,
     max_thought_chars: int = 300,
+    ids_for: Mapping[str, Collection[str]] | None = None,
 ) -> str:
     """GBNF for llama.cpp: an optional one-line thought, a newline, then exactly one action.
 
-    Every element-id argument is one of `page_ids` (actions that need an id are left out when there are
-    none); strings are quoted literals with only the escapes Python and BrowserGym both read. The thought
-    line cannot hold '(' (browser) or '[' (mind2web), so it cannot contain a second action.
+    Every element-id argument is one of `page_ids`; with `ids_for` (action name -> its own ids, e.g. from
+    `ids_for_roles`), an action listed there takes only its own ids (those also in `page_ids` when
+    `page_ids` is given), so `fill` cannot name a button. An action with no id to take is left out.
+    Strings are quoted literals with only the escapes Python and BrowserGym both read. The thought line
+    cannot hold '(' (browser) or '[' (mind2web), so it cannot contain a second action.
     """
     specs = _selected(action_set, names)
-    ids = list(dict.fromkeys(str(i) for i in page_ids))
-    if action_set == "mind2web":
-        ids = [i for i in ids if i and not any(c.isspace() or c in "[]" for c in i)]
-    else:
-        ids = [i for i in ids if i and not any(c.isspace() for c in i)]
-    usable = [s for s in specs if s.id_arg is None or ids]
+    ids = _grammar_ids(action_set, page_ids)
+    on_page = set(ids)
+    id_sets: dict[str, list[str]] = {}
+    for spec in specs:
+        if spec.id_arg is None:
+            continue
+        if ids_for is not None and spec.name in ids_for:
+            own = _grammar_ids(action_set, ids_for[spec.name])
+            id_sets[spec.name] = [i for i in own if i in on_page] if on_page else own
+        else:
+            id_sets[spec.name] = ids
+    usable = [s for s in specs if s.id_arg is None or id_sets[s.name]]
     if not usable:
         raise ConfigError(
             f"no {action_set} action is possible: the selected actions all need an element id, and no ids were given"
         )
+    base_rule = "id" if action_set == "mind2web" else "bid"
+    quote = (lambda i: _gbnf_literal(i)) if action_set == "mind2web" else (lambda i: _gbnf_literal(repr(i)))
+    id_rules: dict[str, str] = {}  # rule name -> body
+    rule_of_set: dict[tuple[str, ...], str] = {}
+    if ids:
+        rule_of_set[tuple(ids)] = base_rule
     rules: dict[str, str] = {}
     thought_char = "[^\\n(]" if action_set == "browser" else "[^\\n\\[]"
     action_rules = [_rule_name(s.name) for s in usable]
@@ -810,17 +936,22 @@ def action_grammar(
         rules["thought"] = f"{thought_char}{{1,{max_thought_chars}}}"
     rules["action"] = " | ".join(action_rules)
     for spec in usable:
+        id_rule = base_rule
+        if spec.id_arg is not None:
+            key = tuple(id_sets[spec.name])
+            if key not in rule_of_set:
+                rule_of_set[key] = f"{base_rule}-{_rule_name(spec.name)}"
+            id_rule = rule_of_set[key]
+            id_rules.setdefault(id_rule, " | ".join(quote(i) for i in key))
         if action_set == "mind2web":
-            rules[_rule_name(spec.name)] = _mind2web_action_rule(spec)
+            rules[_rule_name(spec.name)] = _mind2web_action_rule(spec, id_rule)
         else:
-            rules[_rule_name(spec.name)] = _browser_action_rule(spec)
+            rules[_rule_name(spec.name)] = _browser_action_rule(spec, id_rule)
     if action_set == "mind2web":
-        if ids:
-            rules["id"] = " | ".join(_gbnf_literal(i) for i in ids)
+        rules.update(id_rules)
         rules["value"] = "[^\\n\\r\\]]*"
     else:
-        if ids:
-            rules["bid"] = " | ".join(_gbnf_literal(repr(i)) for i in ids)
+        rules.update(id_rules)
         rules.update(_BROWSER_VALUE_RULES)
     reachable = _reachable(rules)
     return "\n".join(f"{name} ::= {body}" for name, body in rules.items() if name in reachable) + "\n"

@@ -27,6 +27,8 @@ def _mount() -> None:
     from awm.induction.commands import register as register_induce
     from awm.llm.commands import app as llm_app
     from awm.memory.commands import app as memory_app
+    from awm.mind2web.commands import app as mind2web_app
+    from awm.mind2web.run_cli import register_run as register_mind2web_run
     from awm.pipeline.ablate_cli import register as register_ablate
     from awm.pipeline.commands import app as pipeline_app
     from awm.traces.commands import app as traces_app
@@ -37,6 +39,8 @@ def _mount() -> None:
     register_run(app)
     register_induce(app)
     register_ablate(app)
+    register_mind2web_run(mind2web_app)
+    app.add_typer(mind2web_app, name="mind2web")
     app.add_typer(pipeline_app, name="pipeline")
     app.add_typer(memory_app, name="memory")
     app.add_typer(traces_app, name="traces")

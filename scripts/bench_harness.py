@@ -157,11 +157,10 @@ def bench_overhead(tasks_arg: str, seeds_arg: str, console: Console) -> None:
 
 def bench_prompt_order(tasks_arg: str, seeds_arg: str, max_steps: int, console: Console) -> None:
     from awm.llm.factory import make_client
-    from awm.webarena.agent import counter_for_client
 
     settings = load_settings(overrides={"llm": {"backend": "local", "cache": False, "max_tokens": 96}})
     client = make_client(settings, use_cache=False)
-    counter = counter_for_client(client)
+    counter = client.token_counter()
     tasks = resolve_tasks("miniwob", tasks_arg, parse_seeds(seeds_arg))
     results: dict[str, dict[str, float]] = {}
     with BrowserSession(BrowserEnvConfig(screenshots=False)) as session:

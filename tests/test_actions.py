@@ -20,6 +20,7 @@ from awm.actions import (
     action_grammar,
     browsergym_action_set,
     describe_actions,
+    ids_for_roles,
     parse_action,
     render_action,
 )
@@ -605,3 +606,97 @@ def test_local_model_output_under_the_grammar_parses_to_a_page_id(local_llm) -> 
     forced = local_llm.chat(ChatRequest(messages=messages, grammar=only, max_tokens=16))
     assert re.fullmatch(gbnf_to_regex(only), forced.text.strip()), forced.text
     assert parse_action(forced.text, page_ids=["16"]).action.target_id == "16"
+
+
+# --- role-aware ids: fill only text fields, check only checkboxes, select only dropdowns ------------
+
+ROLES = {"12": "textbox", "13": "textbox", "15": "button", "20": "checkbox", "21": "combobox", "22": "link"}
+DESCRIBE = {"12": "textbox 'Username'", "15": "button 'Submit'", "20": "checkbox 'Remember me'"}
+ROLE_IDS = ids_for_roles(ROLES)
+
+
+def test_ids_for_roles_groups_ids_by_what_each_action_can_act_on() -> None:
+    assert ROLE_IDS["fill"] == ROLE_IDS["clear"] == ROLE_IDS["press"] == ["12", "13", "21"]
+    assert ROLE_IDS["check"] == ROLE_IDS["uncheck"] == ["20"]
+    assert ROLE_IDS["select_option"] == ["21"]
+    assert "click" not in ROLE_IDS and "hover" not in ROLE_IDS and "focus" not in ROLE_IDS  # any id
+    # page order from `ids`; an id whose role is unknown is never made unreachable
+    with_unknown = ids_for_roles({"15": "button", "12": "textbox"}, ["99", "15", "12"])
+    assert with_unknown["fill"] == ["99", "12"] and with_unknown["check"] == ["99"]
+    assert ids_for_roles({"7": "button"}, action_set="mind2web") == {"TYPE": [], "SELECT": []}
+
+
+def test_fill_on_a_button_is_refused_with_the_fix() -> None:
+    with pytest.raises(ActionParseError) as refused:
+        parse_action("fill('15', 'Submit')", page_ids=ROLES, ids_for=ROLE_IDS, describe=DESCRIBE)
+    assert refused.value.kind == "bad_argument"
+    assert str(refused.value) == (
+        "fill() needs a text field; [15] is a button 'Submit': use click('15'); ids that fit: '12', '13', '21'"
+    )
+    with pytest.raises(ActionParseError, match=r"check\(\) needs a checkbox.*\[12\] is a textbox 'Username'"):
+        parse_action("check('12')", page_ids=ROLES, ids_for=ROLE_IDS, describe=DESCRIBE)
+    with pytest.raises(ActionParseError, match=r"\[22\] is not one: use click\('22'\); ids that fit: '21'$"):
+        parse_action("select_option('22', 'x')", ids_for=ROLE_IDS)  # no description: still precise
+    with pytest.raises(ActionParseError, match=r"use select_option\('21', 'option'\)"):
+        parse_action("check('21')", ids_for=ROLE_IDS)
+    # the right kind of element, and actions without a role rule, pass
+    assert parse_action("fill('12', 'kanesha')", ids_for=ROLE_IDS).action.target_id == "12"
+    assert parse_action("click('15')", ids_for=ROLE_IDS).action.target_id == "15"
+    assert parse_action("check('20')", ids_for=ROLE_IDS).action.target_id == "20"
+    # without ids_for nothing changes
+    assert parse_action("fill('15', 'Submit')", page_ids=ROLES).action.name == "fill"
+
+
+def test_mind2web_type_on_a_button_is_refused() -> None:
+    ids_for = ids_for_roles({"5": "button", "6": "textbox"}, action_set="mind2web")
+    with pytest.raises(
+        ActionParseError, match=r"^TYPE needs a text field; \[5\] is a button 'Go': use CLICK \[5\]"
+    ):
+        parse_action("TYPE [5] [x]", action_set="mind2web", ids_for=ids_for, describe={"5": "button 'Go'"})
+    assert parse_action("TYPE [6] [x]", action_set="mind2web", ids_for=ids_for).action.target_id == "6"
+
+
+def test_role_aware_grammar_holds_each_action_to_its_own_ids() -> None:
+    names = ["click", "fill", "press", "check", "select_option", "scroll"]
+    grammar = action_grammar("browser", page_ids=list(ROLES), names=names, ids_for=ROLE_IDS)
+    regex = re.compile(gbnf_to_regex(grammar))
+    assert regex.fullmatch("type it\nfill('12', 'kanesha')")
+    assert regex.fullmatch("click('15')") and regex.fullmatch("check('20')")
+    assert regex.fullmatch("select_option('21', 'Blue')") and regex.fullmatch("press('13', 'Enter')")
+    assert not regex.fullmatch("fill('15', 'Submit')")
+    assert not regex.fullmatch("press('15', 'Enter')")
+    assert not regex.fullmatch("check('12')")
+    assert not regex.fullmatch("select_option('12', 'x')")
+    # ids_for is limited to the page: an id in ids_for but not on the page is not offered
+    off_page = action_grammar("browser", page_ids=["12"], names=["fill"], ids_for={"fill": ["12", "77"]})
+    assert not re.compile(gbnf_to_regex(off_page)).fullmatch("fill('77', 'x')")
+
+
+def test_role_aware_grammar_leaves_out_actions_with_no_ids_and_keeps_the_old_form() -> None:
+    only_buttons = ids_for_roles({"15": "button", "16": "link"})
+    grammar = action_grammar("browser", page_ids=["15", "16"], ids_for=only_buttons)
+    actions = parse_gbnf(grammar)["action"].split(" | ")
+    assert "click" in actions and "hover" in actions
+    assert not {"fill", "clear", "press", "check", "uncheck", "select_option"} & set(actions)
+    assert action_grammar("browser", page_ids=PAGE_IDS, ids_for=None) == action_grammar(
+        "browser", page_ids=PAGE_IDS
+    )
+    m2w = action_grammar(
+        "mind2web",
+        page_ids=["5", "6"],
+        ids_for=ids_for_roles({"5": "button", "6": "textbox"}, action_set="mind2web"),
+    )
+    m2w_regex = re.compile(gbnf_to_regex(m2w))
+    assert m2w_regex.fullmatch("TYPE [6] [x]") and m2w_regex.fullmatch("CLICK [5]")
+    assert not m2w_regex.fullmatch("TYPE [5] [x]") and "SELECT" not in parse_gbnf(m2w)["action"]
+
+
+ROLE_REGEX = re.compile(gbnf_to_regex(action_grammar("browser", page_ids=list(ROLES), ids_for=ROLE_IDS)))
+
+
+@settings(max_examples=150, suppress_health_check=[HealthCheck.too_slow])
+@given(st.from_regex(ROLE_REGEX, fullmatch=True, alphabet=UNICODE))
+def test_everything_the_role_aware_grammar_allows_parses_with_the_same_sets(text: str) -> None:
+    parsed = parse_action(text, page_ids=list(ROLES), ids_for=ROLE_IDS, describe=DESCRIBE)
+    own = ROLE_IDS.get(parsed.action.name)
+    assert parsed.action.target_id is None or parsed.action.target_id in (own if own is not None else ROLES)

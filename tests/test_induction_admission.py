@@ -118,3 +118,15 @@ def test_manual_review_asks_per_workflow():
     assert len(review_workflows(flows, None, auto=True)[0]) == 2
     with pytest.raises(DataError, match="--auto"):
         review_workflows(flows, None)
+
+
+def test_rule_all_admits_every_trajectory_without_a_verdict():
+    """AWM's online Mind2Web setting: no verdict exists at test time, every trajectory teaches."""
+    from awm.induction.admission import admit
+    from awm.trajectory import Task, Trajectory, Verdict
+
+    task = Task(task_id="t", scope="mind2web/site", benchmark="mind2web")
+    unjudged = Trajectory(trajectory_id="a", task=task)
+    failed = Trajectory(trajectory_id="b", task=task.model_copy(update={"task_id": "u"}), verdict=Verdict(reward=0.0))
+    assert admit([unjudged, failed], "any").admitted == []
+    assert [t.trajectory_id for t in admit([unjudged, failed], "all").admitted] == ["a", "b"]

@@ -349,6 +349,50 @@ def test_fit_prompt_never_returns_an_oversized_request(
         assert fitted.history_kept == 0
 
 
+# --- one way to get a client's counter: LLMClient.token_counter() ------------------------------
+
+
+def test_each_backend_gives_its_own_counter(tmp_path):
+    from awm.config import load_settings
+    from awm.llm import local_server
+    from awm.llm.factory import LocalClient, LocalServerCounter, make_client
+
+    def settings(**llm):
+        return load_settings(overrides={"llm": {"cache": False, **llm}, "home": str(tmp_path)})
+
+    openai_client = make_client(settings(backend="openai", api_key="k", model="gpt-4o"))
+    counter = openai_client.token_counter()
+    assert isinstance(counter, TiktokenCounter) and counter.encoding_name == "o200k_base"
+    assert counter.count("hello world") == GPT4O.count("hello world")
+    llama = make_client(settings(backend="openai", base_url="http://127.0.0.1:9/v1", model="m"))
+    assert isinstance(llama.token_counter(), TiktokenCounter)  # an OpenAI-compatible server: tiktoken
+    anthropic = make_client(settings(backend="anthropic", api_key="k"))
+    assert isinstance(anthropic.token_counter(), CharEstimateCounter)
+    # the response cache forwards to the client it wraps
+    cached = make_client(settings(backend="openai", api_key="k", model="gpt-4o", cache=True))
+    assert type(cached).__name__ == "CachedClient" and isinstance(cached.token_counter(), TiktokenCounter)
+    # the embedded model: asking for a counter starts no server (a cached run never loads the model)
+    fake = tmp_path / "tiny.gguf"
+    fake.write_bytes(b"GGUF")
+    local = make_client(settings(backend="local", local_model_path=str(fake)))
+    assert isinstance(local, LocalClient)
+    servers_before = dict(local_server._SERVERS)
+    assert isinstance(local.token_counter(), LocalServerCounter)
+    assert local_server._SERVERS == servers_before
+
+
+def test_worker_client_for_a_shared_llama_server_counts_with_its_tokenizer():
+    from awm.config import LLMSettings
+    from awm.llm.openai_backend import OpenAICompatibleClient
+
+    client = OpenAICompatibleClient(
+        model="qwen", api_key="x", settings=LLMSettings(), base_url="http://127.0.0.1:8080/v1",
+        backend="local", llama_cpp=True,
+    )  # fmt: skip
+    counter = client.token_counter()
+    assert isinstance(counter, LlamaServerCounter) and counter.url == "http://127.0.0.1:8080/tokenize"
+
+
 # --- the real local model ---------------------------------------------------------------------
 
 
@@ -357,7 +401,7 @@ def test_llama_server_counter_matches_the_servers_own_prompt_count(local_llm):
     """Counts from /tokenize, plus MESSAGE_OVERHEAD/REPLY_PRIMING, equal what the server bills."""
     from awm.llm.base import ChatRequest
 
-    counter = counter_for("local", local_llm.model, local_llm.endpoint)
+    counter = local_llm.token_counter()  # starts the server on the first count
     assert counter.count("hello world") == 2
     parts = PromptParts(
         system="You are a web agent. Answer with one action.",

@@ -12,7 +12,7 @@ import pytest
 
 from awm.actions import action_grammar, parse_action
 from awm.config import Settings, load_settings
-from awm.errors import ActionParseError
+from awm.errors import ActionParseError, PromptTooLargeError
 from awm.llm.factory import make_client
 from awm.llm.openai_backend import OpenAICompatibleClient
 from awm.memory.retrieval import RetrievedMemory
@@ -20,9 +20,9 @@ from awm.memory.workflow import Workflow, WorkflowStep
 from awm.tokens import CharEstimateCounter, count_messages
 from awm.trajectory import Step, TargetDesc, Task
 from awm.webarena import prompts
-from awm.webarena.agent import LLMAgent, prompt_hash
+from awm.webarena.agent import LLMAgent, prompt_hash, without_spent_choices
 from awm.webarena.env import BrowserEnvConfig, BrowserSession, PageState
-from awm.webarena.harness import DecisionContext, HarnessConfig, run_episode
+from awm.webarena.harness import DecisionContext, HarnessConfig, page_targets, run_episode
 from tests.stub_llm_server import Reply, StubLLMServer
 
 TASK = Task(task_id="browsergym/miniwob.login-user", scope="miniwob/login-user", benchmark="miniwob", seed=0)
@@ -179,13 +179,100 @@ def test_grammar_is_sent_only_to_the_local_backend_and_kept_on_retry() -> None:
         local.decide(ctx(p, [], retry_error="id_not_on_page: element '99' is not on the current page"))
         bodies = [r.body for r in stub.requests]
     assert "grammar" not in bodies[0]
-    expected = action_grammar("browser", page_ids=p.ids, names=prompts.MINIWOB_ACTIONS, with_thought=True)
+    expected = action_grammar(
+        "browser",
+        page_ids=p.ids,
+        names=prompts.MINIWOB_ACTIONS,
+        with_thought=True,
+        ids_for=page_targets(p).ids_for,
+    )
     assert bodies[1]["grammar"] == expected == bodies[2]["grammar"]
     assert "'13'" in expected and "'99'" not in expected
     # The retry changed the prompt: the exact error is the last thing the model reads.
     retry_user = bodies[2]["messages"][1]["content"]
     assert retry_user != bodies[1]["messages"][1]["content"]
     assert "id_not_on_page: element '99' is not on the current page" in retry_user.split("## Current page")[1]
+
+
+def test_local_grammar_lets_fill_reach_text_fields_only() -> None:
+    """The measured failure: after filling the form, the 1.5B model called fill() on the Submit button
+    until the loop stop. Under the role-aware grammar that answer cannot be decoded."""
+    p = page(["11", "12", "13"])  # two textboxes, then the button
+    with StubLLMServer() as stub:
+        settings = stub_settings(stub)
+        role_aware = LLMAgent(
+            local_style_client(stub, settings), CharEstimateCounter(), settings=settings, memory=None
+        )
+        plain = LLMAgent(
+            local_style_client(stub, settings), CharEstimateCounter(), settings=settings, role_aware=False
+        )
+        grammar = role_aware.build_request(ctx(p, []))[0].grammar
+        old = plain.build_request(ctx(p, []))[0].grammar
+    assert grammar is not None and old is not None
+    fill_rule = next(line for line in grammar.splitlines() if line.startswith("fill ::= "))
+    ids_rule = fill_rule.split()[3]  # fill ::= "fill(" <ids> ", " string ")"
+    fill_ids = next(line for line in grammar.splitlines() if line.startswith(f"{ids_rule} ::= "))
+    assert "'11'" in fill_ids and "'12'" in fill_ids and "'13'" not in fill_ids
+    assert "check ::=" not in grammar and "select-option ::=" not in grammar  # no checkbox, no dropdown
+    assert 'click ::= "click(" bid ' in grammar and "bid ::= \"'11'\" | \"'12'\" | \"'13'\"" in grammar
+    assert old == action_grammar("browser", page_ids=p.ids, names=prompts.MINIWOB_ACTIONS, with_thought=True)
+
+
+def test_spent_choices_are_not_offered_next_step() -> None:
+    """Measured next: kept off the button, the model re-filled the field, or pressed Enter in it and
+    filled it again, until the loop stop."""
+    ids = ["11", "12", "13"]
+    ids_for = {"fill": ["11", "12"], "press": ["11", "12"], "check": []}
+    text = "[11] textbox 'Name' value='kanesha'\n[12] textbox 'Password'\n[13] button 'Submit'"
+
+    def step(name: str, bid: str, outcome: str = "ok", fingerprint: str = "before") -> Step:
+        return Step(
+            index=0, action={"name": name, "args": {"bid": bid}}, outcome=outcome, fingerprint=fingerprint
+        )
+
+    def spent(*history: Step, page_text: str = text) -> dict[str, list[str]]:
+        return without_spent_choices(ids_for, ids, list(history), page_text, "now")
+
+    filled = step("fill", "11")
+    assert spent(filled) == {"fill": ["12"], "press": ["11", "12"], "check": []}
+    assert spent(filled, page_text=text.replace(" value='kanesha'", ""))["fill"] == ["12"]  # just done
+    # filled earlier, value still shown: not re-filled; a field whose value is gone may be filled again
+    assert spent(filled, step("fill", "12"))["fill"] == []
+    assert spent(filled, step("click", "13"), page_text=text.replace(" value='kanesha'", "")) == ids_for
+    assert spent(step("fill", "11", outcome="action_error"), page_text="[11] textbox 'Name'") == ids_for
+    # press: only when it changed nothing
+    assert spent(step("press", "12", fingerprint="now"))["press"] == ["11"]
+    assert spent(step("press", "12", fingerprint="before"))["press"] == ["11", "12"]
+    assert spent(step("hover", "13"))["hover"] == ["11", "12"]  # an action with no role rule
+    assert spent(step("click", "13")) == ids_for  # a click may toggle: never taken out
+    assert spent() == ids_for
+    # in the request: the only text field just filled -> fill is not in this step's grammar at all
+    p = PageState(
+        text="[11] textbox 'Name' value='kanesha'\n[13] button 'Submit'",
+        ids=["11", "13"],
+        elements={
+            "11": TargetDesc(role="textbox", label="Name"),
+            "13": TargetDesc(role="button", label="Submit"),
+        },
+        url="",
+        goal=GOAL,
+        fingerprint="fp",
+    )
+    with StubLLMServer() as stub:
+        settings = stub_settings(stub)
+        agent = LLMAgent(local_style_client(stub, settings), CharEstimateCounter(), settings=settings)
+        before = agent.build_request(ctx(p, []))[0].grammar or ""
+        after = agent.build_request(ctx(p, [filled]))[0].grammar or ""
+    assert "fill ::= " in before and "fill ::= " not in after and "click ::= " in after
+
+
+def test_oversized_prompt_is_raised_as_is_for_the_harness() -> None:
+    with StubLLMServer() as stub:
+        settings = stub_settings(stub, context_window=256, max_tokens=200)
+        agent = LLMAgent(make_client(settings), CharEstimateCounter(), settings=settings, memory=None)
+        with pytest.raises(PromptTooLargeError):
+            agent.decide(ctx(page(["11", "12", "13"]), []))
+        assert stub.requests == []  # nothing was sent
 
 
 # --- against a real browser -------------------------------------------------------------------------
@@ -220,10 +307,8 @@ def test_parse_error_is_fed_back_once_with_the_exact_error() -> None:
 @pytest.mark.llm
 @pytest.mark.browser
 def test_real_local_model_reaches_an_executed_action_on_click_test(local_llm, tmp_path: Path) -> None:
-    from awm.webarena.agent import counter_for_client
-
     settings = load_settings(overrides={"llm": {"backend": "local", "cache": False, "max_tokens": 64}})
-    agent = LLMAgent(local_llm, counter_for_client(local_llm), settings=settings, memory=None)
+    agent = LLMAgent(local_llm, local_llm.token_counter(), settings=settings, memory=None)
     task = Task(
         task_id="browsergym/miniwob.click-test", scope="miniwob/click-test", benchmark="miniwob", seed=3
     )

@@ -7,6 +7,7 @@ task. Policies answer with action text, so every episode goes through the model'
 from __future__ import annotations
 
 import functools
+import io
 import os
 import re
 import signal
@@ -15,8 +16,11 @@ from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import numpy as np
 import pytest
+from PIL import Image
 
+from awm.errors import PromptTooLargeError
 from awm.trajectory import Step, Task, Trajectory
 from awm.webarena.env import BrowserEnvConfig, BrowserSession
 from awm.webarena.harness import Decision, DecisionContext, HarnessConfig, run_episode
@@ -174,6 +178,61 @@ def test_click_inside_iframe(session: BrowserSession, base_url: str):
     assert step.action_str.startswith("click('a"), step.action_str  # a bid inside frame "a"
     assert step.outcome == "ok", step.error
     assert "Pressed inside" in step.feedback and "iframe [a]" in step.feedback
+
+
+def test_fill_on_a_button_is_refused_with_the_fix_then_the_click_lands(
+    session: BrowserSession, base_url: str
+):
+    policy = LabelScript(["fill('{Do nothing}', 'x')", "click('{Do nothing}')"])
+    trajectory = run_episode(session, policy, fixture_task(base_url, "static"), HarnessConfig(max_steps=1))
+    step = trajectory.steps[0]
+    bid = step.action_str.split("'")[1]
+    refused = policy.contexts[1].retry_error
+    assert (
+        refused
+        == f"bad_argument: fill() needs a text field; [{bid}] is a button 'Do nothing': use click('{bid}')"
+    )
+    assert step.llm_calls == 2 and step.action_str == f"click('{bid}')" and step.outcome == "ok"
+    # the same answer goes through as before when the role check is off
+    unchecked = LabelScript(["fill('{Do nothing}', 'x')"])
+    trajectory = run_episode(
+        session, unchecked, fixture_task(base_url, "static"), HarnessConfig(max_steps=1, role_checks=False)
+    )
+    assert trajectory.steps[0].llm_calls == 1 and trajectory.steps[0].outcome == "action_error"
+
+
+class OversizedPolicy:
+    """Raises what `fit_prompt` raises when even the fixed parts of a request exceed the context window."""
+
+    name = "oversized"
+
+    def decide(self, ctx: DecisionContext) -> Decision:
+        raise PromptTooLargeError("the fixed parts need 9,000 tokens; the window leaves 3,840")
+
+
+def test_oversized_prompt_ends_the_episode_as_context_overflow(session: BrowserSession, base_url: str):
+    shots: list[bytes | None] = []
+    trajectory = run_episode(
+        session, OversizedPolicy(), fixture_task(base_url, "static"), HarnessConfig(max_steps=3),
+        on_step=lambda t, s, png: shots.append(png),
+    )  # fmt: skip
+    (step,) = trajectory.steps
+    assert trajectory.end == "budget_exhausted"
+    assert step.outcome == "context_overflow" and "9,000 tokens" in step.error
+    assert shots and shots[0] is not None and shots[0].startswith(b"\x89PNG")  # encoded for the recorder
+
+
+def test_screenshot_is_encoded_only_when_asked(session: BrowserSession, base_url: str):
+    page = session.reset(fixture_task(base_url, "static"))
+    assert page.screenshot is not None and page.screenshot.ndim == 3
+    png = page.screenshot_png()
+    assert png is not None and png.startswith(b"\x89PNG") and page.screenshot_png() is png  # once
+    decoded = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
+    assert (decoded == page.screenshot[:, :, :3]).all()  # our fast encoder writes the very pixels
+    assert "screenshot" not in page.model_dump()
+    with BrowserSession(BrowserEnvConfig(pre_observation_delay=0.3, slow_mo_ms=0, screenshots=False)) as off:
+        bare = off.reset(fixture_task(base_url, "static"))
+        assert bare.screenshot is None and bare.screenshot_png() is None
 
 
 # --- a browser killed mid-episode ----------------------------------------------------------------

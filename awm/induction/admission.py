@@ -18,7 +18,7 @@ from awm.errors import DataError
 from awm.memory.workflow import Workflow
 from awm.trajectory import Trajectory, Verdict
 
-AdmissionRule = Literal["gt", "judge", "both", "any", "manual"]
+AdmissionRule = Literal["gt", "judge", "both", "any", "all", "manual"]
 ADMISSION_RULES: tuple[str, ...] = get_args(AdmissionRule)
 
 # Asked once per candidate workflow under rule ``manual``: True keeps it.
@@ -91,6 +91,8 @@ def admit(
     """Split trajectories into admitted and rejected under a rule; order of the input is kept.
 
     ``gt``: reward > 0; ``judge``: judge label success; ``both``/``any``: and/or of the two;
+    ``all``: every trajectory teaches, with no verdict needed (AWM's online Mind2Web setting, where
+    nothing is known at test time; its workflows say ``admission="all"`` in their provenance);
     ``manual``: every trajectory passes here and a person reviews the induced workflows instead
     (see `review_workflows`). Admitted trajectories carry the joined verdict.
     """
@@ -102,7 +104,7 @@ def admit(
         if trajectory.trajectory_id in extra:
             verdict = combine_verdicts(verdict, extra[trajectory.trajectory_id])
             trajectory = trajectory.model_copy(update={"verdict": verdict})
-        if rule == "manual" or verdict.success(rule):
+        if rule in ("all", "manual") or verdict.success(rule):
             result.admitted.append(trajectory)
         else:
             result.rejected[trajectory.trajectory_id] = _why_rejected(verdict, rule)

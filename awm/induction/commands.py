@@ -94,7 +94,7 @@ def induce_command(
     scope: Annotated[str, typer.Option(help="Memory scope to write, e.g. miniwob/login-user.")],
     mode: Annotated[str, typer.Option(help="neural (LLM) or rule (no LLM).")] = "neural",
     admit_rule: Annotated[
-        str, typer.Option("--admit", help="Which trajectories may teach: gt | judge | both | any | manual.")
+        str, typer.Option("--admit", help="Which trajectories may teach: gt | judge | both | any | all | manual.")
     ] = "gt",
     auto: Annotated[
         bool, typer.Option("--auto", help="With --admit manual: accept every workflow unasked.")

@@ -22,7 +22,7 @@ from awm.induction.merge import merge_workflows
 from awm.llm.base import ChatRequest, LLMClient
 from awm.memory.text_format import ELEMENT_ACTIONS, parse_workflows, render_workflow, render_workflows
 from awm.memory.workflow import Provenance, Workflow, WorkflowStep
-from awm.tokens import count_messages, counter_for
+from awm.tokens import count_messages
 from awm.trajectory import TargetDesc, Trajectory
 
 if TYPE_CHECKING:
@@ -345,28 +345,6 @@ def parse_answer(text: str, *, source: str, min_steps: int = MIN_STEPS) -> tuple
 # --- the inducer ------------------------------------------------------------------------------------
 
 
-def client_endpoint(client: object) -> str | None:
-    """The endpoint behind a client, looking through wrappers (the response cache's ``inner``) and
-    starting the embedded model's lazy server (``.client()``) when that is what stands behind it."""
-    seen = client
-    for _ in range(4):
-        url = getattr(seen, "endpoint", None)
-        if isinstance(url, str) and url:
-            return url
-        if callable(getattr(seen, "client", None)):
-            seen = seen.client()  # type: ignore[attr-defined]
-        elif getattr(seen, "inner", None) is not None:
-            seen = seen.inner  # type: ignore[attr-defined]
-        else:
-            return None
-    return None
-
-
-def counter_for_client(client: LLMClient) -> TokenCounter:
-    """The token counter matching a client (the llama.cpp server's own tokenizer for the local model)."""
-    return counter_for(client.backend, client.model, client_endpoint(client))
-
-
 def induce_neural(
     trajectories: Sequence[Trajectory],
     *,
@@ -390,7 +368,7 @@ def induce_neural(
     if not abstracts:
         raise InductionError("no admitted trajectory has an executed step; nothing to induce from")
     style = style or style_for(trajectories)
-    counter = counter or counter_for_client(client)
+    counter = counter or client.token_counter()
     batches = plan_batches(abstracts, style=style, counter=counter, budget_tokens=budget_tokens)
     candidates: list[Workflow] = []
     for number, batch in enumerate(batches, start=1):

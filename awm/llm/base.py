@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from awm.tokens import TokenCounter
 
 
 class ChatRequest(BaseModel):
@@ -56,3 +59,11 @@ class LLMClient(Protocol):
     model: str
 
     def chat(self, request: ChatRequest) -> ChatResult: ...
+
+    def token_counter(self) -> TokenCounter:
+        """The counter that measures prompts as this client's model does (used to fit prompts).
+
+        Each backend knows its own tokenizer (tiktoken, the llama.cpp server's, an estimate), so
+        callers never look inside a client for an endpoint to build one.
+        """
+        ...

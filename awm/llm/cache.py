@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from awm.llm.base import ChatRequest, ChatResult, LLMClient, Usage
 from awm.llm.usage import UsageMeter
+from awm.tokens import TokenCounter
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -109,6 +110,10 @@ class CachedClient:
         self.backend = inner.backend
         self.model = inner.model
         self._meter = meter
+
+    def token_counter(self) -> TokenCounter:
+        """The wrapped client's counter: the cache changes where answers come from, not their size."""
+        return self.inner.token_counter()
 
     def chat(self, request: ChatRequest) -> ChatResult:
         if not request.deterministic:

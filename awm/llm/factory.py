@@ -10,12 +10,13 @@ from __future__ import annotations
 import os
 
 from awm.config import Settings
-from awm.errors import ConfigError
+from awm.errors import ConfigError, LLMError
 from awm.llm.base import ChatRequest, ChatResult, LLMClient
 from awm.llm.cache import CachedClient, ResponseCache
 from awm.llm.openai_backend import OpenAICompatibleClient, is_local_url
 from awm.llm.retry import RetryPolicy
 from awm.llm.usage import UsageMeter
+from awm.tokens import LlamaServerCounter, TokenCounter
 
 BACKENDS = ("local", "openai", "anthropic")
 DEFAULT_OPENAI_MODEL = "gpt-4o-mini"
@@ -77,6 +78,50 @@ class LocalClient:
 
     def chat(self, request: ChatRequest) -> ChatResult:
         return self.client().chat(request)
+
+    def token_counter(self) -> TokenCounter:
+        """The model's own tokenizer, through the server, which starts on the first count (not here)."""
+        return LocalServerCounter(self)
+
+
+class LocalServerCounter:
+    """Exact counts from the embedded model's tokenizer (llama.cpp `/tokenize`), found when first needed.
+
+    Why lazy: the local client starts llama.cpp only on its first real call, so a run served from the
+    response cache never loads the model just to build a counter. If the server restarts on another
+    port, the next count finds the new one.
+    """
+
+    exact = True
+
+    def __init__(self, client: LocalClient) -> None:
+        self.client = client
+        self._counter: LlamaServerCounter | None = None
+
+    def _current(self) -> LlamaServerCounter:
+        if self._counter is None:
+            self._counter = LlamaServerCounter(self.client.client().endpoint)
+        return self._counter
+
+    def count(self, text: str) -> int:
+        try:
+            return self._current().count(text)
+        except LLMError:
+            self._counter = None  # the server may have restarted elsewhere: look it up once more
+            return self._current().count(text)
+
+
+def local_server_url(client: LLMClient) -> str | None:
+    """The URL of the embedded llama.cpp server behind `client` (started if needed), else None.
+
+    For sharing one server among worker processes; looks through the response cache.
+    """
+    inner = client.inner if isinstance(client, CachedClient) else client
+    if isinstance(inner, LocalClient):
+        return inner.client().endpoint
+    if isinstance(inner, OpenAICompatibleClient) and inner.backend == "local":
+        return inner.endpoint
+    return None
 
 
 def _make_local(settings: Settings, meter: UsageMeter | None, retry: RetryPolicy | None) -> LLMClient:

@@ -268,10 +268,10 @@ class PipelineContext:
                     f"policy 'scripted' knows only MiniWoB {', '.join(MiniWobScriptedPolicy.TASKS)} (got {task.task_id})"
                 )
             return MemoryViewPolicy(MiniWobScriptedPolicy(), lookup)
-        from awm.webarena.agent import LLMAgent, counter_for_client
+        from awm.webarena.agent import LLMAgent
 
         client = self.clients.actor
-        return LLMAgent(client, counter_for_client(client), settings=self.settings, memory=lookup)
+        return LLMAgent(client, client.token_counter(), settings=self.settings, memory=lookup)
 
     def close(self, status: str = "done") -> None:
         if self._session is not None:

@@ -3,8 +3,9 @@
 Why it looks like this (DESIGN.md §7): AgentLab's agent on the same small model failed mostly on
 parse errors it could not recover from (temperature 0 repeats itself) and on element ids copied from
 its own prompt's examples. So: the prompt's stable parts come first (prefix cache), examples carry no
-real-looking ids, the local model decodes under a grammar that admits only ids on the current page,
-and a retry shows the exact error, so the second prompt differs from the first.
+real-looking ids, the local model decodes under a grammar that admits only ids on the current page
+(and, per action, only elements it can act on: fill takes text fields, never the Submit button), and a
+retry shows the exact error, so the second prompt differs from the first.
 
 The agent only produces text; the harness parses, executes and records it.
 """
@@ -20,14 +21,14 @@ from pydantic import BaseModel, Field
 
 from awm.actions import action_grammar
 from awm.config import Settings
-from awm.errors import LLMError, PromptTooLargeError
 from awm.llm.base import ChatRequest, LLMClient
-from awm.tokens import LlamaServerCounter, TokenCounter, counter_for, fit_prompt
+from awm.tokens import TokenCounter, fit_prompt
 from awm.webarena import prompts
-from awm.webarena.harness import Decision, DecisionContext
+from awm.webarena.harness import Decision, DecisionContext, page_targets
 
 if TYPE_CHECKING:
     from awm.memory.retrieval import RetrievedMemory
+    from awm.trajectory import Step
 
 
 class MemoryUse(BaseModel):
@@ -43,62 +44,54 @@ def prompt_hash(messages: list[dict[str, str]]) -> str:
     return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def client_base_url(client: LLMClient, *, start: bool = False) -> str | None:
-    """The endpoint behind a client (looking through the response cache wrapper), if it has one.
+# Actions that set a state (a field's text, a box's tick, a dropdown's choice, focus, hover): right after
+# one succeeds, the same action on the same element can change nothing.
+STATE_SETTING_ACTIONS = frozenset({"fill", "clear", "check", "uncheck", "select_option", "focus", "hover"})
 
-    The embedded model's client starts its server lazily; with `start=True` it is started (or found
-    running) so its URL can be returned.
+
+def _target(step: Step) -> tuple[str, str] | None:
+    """(action name, element id) of a step that executed without error, else None."""
+    if step.outcome != "ok" or not step.action:
+        return None
+    args = step.action.get("args")
+    bid = args.get("bid") if isinstance(args, dict) else None
+    return (str(step.action.get("name", "")), str(bid)) if bid is not None else None
+
+
+def _shows_value(page_text: str, bid: str) -> bool:
+    """Whether the page line of element `bid` shows a current value (`value='...'`)."""
+    head = f"[{bid}] "
+    return any(line.startswith(head) and " value='" in line for line in page_text.splitlines())
+
+
+def without_spent_choices(
+    ids_for: dict[str, list[str]], page_ids: list[str], history: list[Step], page_text: str, fingerprint: str
+) -> dict[str, list[str]]:
+    """Per-action ids minus the choices that cannot move the task on; the grammar offers the rest.
+
+    Why: measured on the 1.5B model, once the grammar stopped it filling the Submit button it filled
+    the same text field again step after step, or pressed Enter in it and filled it again, until the
+    loop stop. Taken out for the next step: the same state-setting action on the element the last step
+    just set; `press` on the element the last step pressed when the page did not change; and `fill` on
+    a field this episode already filled that still shows a value. What is left (click Submit) moves the
+    task on; a real correction stays possible (clear, then fill).
     """
-    seen: object = client
-    for _ in range(4):
-        url = getattr(seen, "endpoint", None) or getattr(seen, "base_url", None)
-        if isinstance(url, str) and url:
-            return url
-        if start and callable(getattr(seen, "client", None)):
-            seen = seen.client()  # type: ignore[attr-defined]
-            continue
-        inner = getattr(seen, "inner", None)
-        if inner is None:
-            return None
-        seen = inner
-    return None
+    out = dict(ids_for)
 
+    def drop(name: str, bid: str) -> None:
+        out[name] = [i for i in out.get(name, page_ids) if i != bid]
 
-class LocalServerCounter:
-    """Exact counts from the embedded model's own tokenizer, found when first needed.
-
-    Why lazy: the local client starts llama.cpp only on its first real call, so a run served from the
-    response cache never loads the model just to build a counter. If the server restarts on another
-    port, the next count finds the new one.
-    """
-
-    exact = True
-
-    def __init__(self, client: LLMClient) -> None:
-        self.client = client
-        self._counter: LlamaServerCounter | None = None
-
-    def _current(self) -> LlamaServerCounter:
-        if self._counter is None:
-            url = client_base_url(self.client, start=True)
-            if url is None:
-                raise LLMError(f"cannot find the llama.cpp server behind the {self.client.backend} client")
-            self._counter = LlamaServerCounter(url)
-        return self._counter
-
-    def count(self, text: str) -> int:
-        try:
-            return self._current().count(text)
-        except LLMError:
-            self._counter = None  # the server may have restarted elsewhere: look it up once more
-            return self._current().count(text)
-
-
-def counter_for_client(client: LLMClient) -> TokenCounter:
-    """The token counter that matches a client: the llama.cpp tokenizer for the local model, etc."""
-    if client.backend == "local":
-        return LocalServerCounter(client)
-    return counter_for(client.backend, client.model, client_base_url(client))
+    last = _target(history[-1]) if history else None
+    if last is not None:
+        name, bid = last
+        unchanged = history[-1].fingerprint == fingerprint
+        if name in STATE_SETTING_ACTIONS or (name == "press" and unchanged):
+            drop(name, bid)
+    for step in history:
+        done = _target(step)
+        if done is not None and done[0] == "fill" and _shows_value(page_text, done[1]):
+            drop("fill", done[1])
+    return out
 
 
 def _fresh_feedback(ctx: DecisionContext) -> str:
@@ -125,12 +118,14 @@ class LLMAgent:
         memory: RetrievedMemory | Callable[[str], RetrievedMemory | None] | None = None,
         use_grammar: bool | None = None,
         prompt_order: prompts.PromptOrder = "prefix",
+        role_aware: bool = True,
     ) -> None:
         self.client = client
         self.counter = counter
         self.settings = settings
         self.use_grammar = client.backend == "local" if use_grammar is None else use_grammar
         self.prompt_order = prompt_order
+        self.role_aware = role_aware
         self.name = client.model  # the harness records it as the trajectory's model
         self._memory_source = memory
         self._memory: RetrievedMemory | None = None
@@ -181,17 +176,13 @@ class LLMAgent:
             feedback=_fresh_feedback(ctx),
             retry_error=ctx.retry_error or "",
         )
-        try:
-            fitted = fit_prompt(
-                parts,
-                self.counter,
-                context_window=self.settings.llm.context_window,
-                completion_tokens=self.settings.llm.max_tokens,
-            )
-        except PromptTooLargeError as exc:
-            # The harness ends an episode on LLMError and the run goes on; one oversized page
-            # must not stop a whole run.
-            raise LLMError(f"context_overflow: {exc}") from exc
+        # PromptTooLargeError propagates: the harness ends the episode as `context_overflow`.
+        fitted = fit_prompt(
+            parts,
+            self.counter,
+            context_window=self.settings.llm.context_window,
+            completion_tokens=self.settings.llm.max_tokens,
+        )
         self._note_memory(memory, fitted.memory_kept)
         messages = fitted.messages
         if self.prompt_order == "page_first":
@@ -200,7 +191,16 @@ class LLMAgent:
         if self.use_grammar:
             # Keep the grammar on a retry too: the retry changes the prompt (the error is shown),
             # never loosens what may be emitted.
-            grammar = action_grammar("browser", page_ids=page.ids, names=names, with_thought=True)
+            # Each action takes only the ids it can act on (fill: text fields; check: checkboxes...):
+            # a small model that filled a form otherwise fills the Submit button too.
+            ids_for = None
+            if self.role_aware:
+                ids_for = without_spent_choices(
+                    page_targets(page).ids_for, page.ids, ctx.history, page.text, page.fingerprint
+                )
+            grammar = action_grammar(
+                "browser", page_ids=page.ids, names=names, with_thought=True, ids_for=ids_for
+            )
         request = ChatRequest(
             messages=messages,
             temperature=self.settings.llm.temperature,
@@ -211,7 +211,8 @@ class LLMAgent:
         return request, fitted.prompt_tokens, memory
 
     def decide(self, ctx: DecisionContext) -> Decision:
-        """One model call. `LLMError` propagates: the harness ends the episode as `llm_error`."""
+        """One model call. `LLMError` and `PromptTooLargeError` propagate: the harness ends the episode
+        as `llm_error` or `context_overflow`."""
         request, fitted_tokens, memory = self.build_request(ctx)
         self.last_messages, self.last_grammar = request.messages, request.grammar
         result = self.client.chat(request)

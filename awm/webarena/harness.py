@@ -1,8 +1,9 @@
 """The episode loop: decide -> parse -> execute -> feedback -> observe, with typed failures and one config.
 
 Each step runs four checked stages. Parse: the model's text becomes one typed action or a precise error,
-fed back once. Execute: the target is checked before acting; transient errors are retried inside the step,
-structural ones go back to the model. Feedback: what changed on the page, or the failure verbatim, plus a
+fed back once; an action on the wrong kind of element (fill on a button) is such an error. Execute: the
+target is checked before acting; transient errors are retried inside the step, structural ones go back
+to the model. Feedback: what changed on the page, or the failure verbatim, plus a
 nudge when the same action repeats on an unchanged page. Observe: a fresh page, ids from that page only.
 The trace callback runs after every step in a `finally`, whatever happened.
 """
@@ -16,8 +17,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from awm.actions import Action, parse_action, render_action
-from awm.errors import ActionParseError, LLMError
+from awm.actions import Action, ids_for_roles, parse_action, render_action
+from awm.errors import ActionParseError, LLMError, PromptTooLargeError
 from awm.trajectory import EpisodeEnd, Step, Task, Trajectory
 from awm.webarena.env import BrowserSession, EnvCrashError, ExecResult, PageState
 from awm.webarena.fingerprint import describe_changes, render_changes
@@ -62,6 +63,7 @@ class HarnessConfig(BaseModel):
     loop_repeat_nudge: int = 2
     loop_repeat_stop: int = 3
     episode_timeout_s: float = 300
+    role_checks: bool = True  # refuse e.g. fill() on a button at parse time (see `page_targets`)
 
 
 StepCallback = Callable[[Trajectory, Step, bytes | None], None]
@@ -84,16 +86,44 @@ def _max_steps(task: Task, config: HarnessConfig) -> int:
     )
 
 
+class PageTargets(BaseModel):
+    """Which ids each action may act on, and how each id is described, for one page.
+
+    Why here: the agent's grammar and the harness's parser must hold actions to the same sets (a
+    `fill` on a button is impossible under the grammar and refused, with the fix, by the parser).
+    """
+
+    ids_for: dict[str, list[str]]
+    describe: dict[str, str]
+
+
+def page_targets(page: PageState) -> PageTargets:
+    """Per-action id sets from the page's element roles (`awm.actions.ids_for_roles`), plus descriptions."""
+    roles = {bid: desc.role for bid, desc in page.elements.items()}
+    describe = {
+        bid: f"{desc.role} '{desc.label}'" if desc.label else desc.role
+        for bid, desc in page.elements.items()
+        if desc.role
+    }
+    return PageTargets(ids_for=ids_for_roles(roles, page.ids), describe=describe)
+
+
 def _decide_and_parse(
     policy: Policy, ctx: DecisionContext, step: Step, config: HarnessConfig, trajectory: Trajectory
 ) -> Action | None:
     """Stage 1: ask, parse; on a parse error ask again with the exact error. None when still unparsable."""
     retry_error = ""
+    targets = page_targets(ctx.page) if config.role_checks else None
     for attempt in range(config.max_parse_retries + 1):
         asked = ctx.model_copy(update={"retry_error": retry_error}) if attempt else ctx
         started = time.perf_counter()
         try:
             decision = policy.decide(asked)
+        except PromptTooLargeError as exc:
+            # Not the model's fault nor a broken backend: this page does not fit the context window.
+            # The episode ends; the run goes on.
+            step.outcome, step.error = "context_overflow", str(exc)
+            raise _EndEpisode("budget_exhausted") from None
         except LLMError as exc:
             step.outcome, step.error = "llm_error", str(exc)
             raise _EndEpisode("llm_error") from None
@@ -108,7 +138,12 @@ def _decide_and_parse(
         if decision.prompt_hash:
             trajectory.meta.setdefault("prompt_hashes", {})[str(step.index)] = decision.prompt_hash
         try:
-            parsed = parse_action(decision.text, page_ids=ctx.page.ids)
+            parsed = parse_action(
+                decision.text,
+                page_ids=ctx.page.ids,
+                ids_for=targets.ids_for if targets else None,
+                describe=targets.describe if targets else None,
+            )
         except ActionParseError as exc:
             retry_error = f"{exc.kind}: {exc}"
             step.error = retry_error
@@ -174,7 +209,7 @@ def run_episode(
             end = "timeout"
             break
         step = Step(index=index, url=page.url, observation=page.text, fingerprint=page.fingerprint)
-        screenshot = page.screenshot_png
+        shown = page  # the page this step decided on; its screenshot is encoded only for a recorder
         try:
             page, feedback = _run_step(session, policy, task, config, trajectory, step, page, feedback, seen)
         except _EndEpisode as stop:
@@ -186,7 +221,7 @@ def run_episode(
             end = "env_error"
             break
         finally:
-            _record(trajectory, step, screenshot, on_step)
+            _record(trajectory, step, shown, on_step)
     return _finish(trajectory, end, session, started)
 
 
@@ -246,12 +281,11 @@ def _run_step(
     return after, step.feedback
 
 
-def _record(
-    trajectory: Trajectory, step: Step, screenshot: bytes | None, on_step: StepCallback | None
-) -> None:
+def _record(trajectory: Trajectory, step: Step, page: PageState | None, on_step: StepCallback | None) -> None:
     trajectory.steps.append(step)
     if on_step is not None:
-        on_step(trajectory, step, screenshot)
+        # PNG encoding (~30 ms a page) happens here, and only when someone records the step.
+        on_step(trajectory, step, page.screenshot_png() if page is not None else None)
 
 
 def _finish(trajectory: Trajectory, end: EpisodeEnd, session: BrowserSession, started: float) -> Trajectory:

@@ -139,11 +139,11 @@ class AgentFactory:
                     f"--policy scripted knows only MiniWoB {', '.join(MiniWobScriptedPolicy.TASKS)} (got {task.task_id})"
                 )
             return MiniWobScriptedPolicy()
-        from awm.webarena.agent import LLMAgent, counter_for_client
+        from awm.webarena.agent import LLMAgent
 
         client = self.client
         if self._counter is None:
-            self._counter = counter_for_client(client)
+            self._counter = client.token_counter()
         return LLMAgent(
             client,
             self._counter,
@@ -464,9 +464,9 @@ def _share_local_server(policy_factory: PolicyFactory) -> PolicyFactory:
         return policy_factory
     if policy_factory.settings.llm.resolved_backend() != "local" or policy_factory.shared_base_url:
         return policy_factory
-    from awm.webarena.agent import client_base_url
+    from awm.llm.factory import local_server_url
 
-    url = client_base_url(policy_factory.client, start=True)
+    url = local_server_url(policy_factory.client)
     if url:
         policy_factory.shared_base_url = url
     return policy_factory
