@@ -148,7 +148,10 @@ def test_code_in_a_trajectory_is_stored_and_induced_as_plain_text(tmp_path: Path
     trajectories = [
         Trajectory(
             trajectory_id=f"evil-{i}",
-            task=Task(task_id="evil", seed=i, goal=f"Type {code} please", scope="s", benchmark="miniwob"),
+            # The goal does not state the value verbatim (a stated value would become a {placeholder}).
+            task=Task(
+                task_id="evil", seed=i, goal=f"Type this: {code[:12]} please", scope="s", benchmark="miniwob"
+            ),
             steps=[
                 Step(
                     index=0,
@@ -169,6 +172,7 @@ def test_code_in_a_trajectory_is_stored_and_induced_as_plain_text(tmp_path: Path
     induce_into_store(store, "s", load_inputs(tmp_path / "run", scope="s"), mode="rule", admission="gt")
     (workflow,) = store.head("s").workflows
     assert workflow.steps[0].value == code and workflow.steps[0].target.label == code
+    assert workflow.steps[0].reasoning == code
     legacy = parse_legacy_log(code, task_id="x", scope="s")
     assert legacy.steps == [] and legacy.meta["skipped_lines"] == 1
     answer = f"## type_it\nType the text.\n\nfill('[textbox] Name', {code!r})\n\nclick('[button] OK')\n"

@@ -156,3 +156,43 @@ def test_slugify():
     assert slugify("User name") == "user_name"
     assert slugify("2nd field") == "v_2nd_field"
     assert slugify("***") == "value"
+
+
+def test_values_stated_in_the_goal_become_placeholders_even_from_one_trajectory():
+    """One successful login must not teach the next episode its username and password."""
+    from awm.induction.rule import induce_rule
+    from awm.trajectory import Step, TargetDesc, Task, Trajectory, Verdict
+
+    goal = 'Enter the username "cierra" and the password "11L" into the text fields and press login.'
+    steps = [
+        Step(
+            index=0,
+            thought="fill[16] first",
+            action={"name": "fill", "args": {"bid": "16", "value": "cierra"}},
+            target=TargetDesc(role="textbox", label="Username"),
+        ),
+        Step(
+            index=1,
+            action={"name": "fill", "args": {"bid": "19", "value": "11L"}},
+            target=TargetDesc(role="textbox", label="Password"),
+        ),
+        Step(
+            index=2,
+            action={"name": "click", "args": {"bid": "20"}},
+            target=TargetDesc(role="button", label="Login"),
+        ),
+    ]
+    task = Task(
+        task_id="browsergym/miniwob.login-user",
+        seed=0,
+        goal=goal,
+        scope="miniwob/login-user",
+        benchmark="miniwob",
+    )
+    (workflow,), _ = induce_rule(
+        [Trajectory(trajectory_id="t0", task=task, steps=steps, verdict=Verdict(reward=1.0))]
+    )
+    assert [s.value for s in workflow.steps] == ["{username}", "{password}", ""]
+    assert workflow.parameters == ["username", "password"]
+    assert "cierra" not in workflow.description and "{username}" in workflow.description
+    assert workflow.steps[0].reasoning == "fill first"  # the element id quoted in the thought is gone

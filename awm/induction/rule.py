@@ -3,7 +3,11 @@
 Why a rule-based inducer: it is deterministic, free, and a baseline the neural inducer must beat.
 A group is the set of admitted trajectories of one scope whose abstract sequences (action type,
 target role, target label) are equal. Values that differ across a group's members become
-``{placeholders}`` named after the target label; values equal across all members stay literal.
+``{placeholders}`` named after the target label, and so do values copied from every member's goal
+(a value the task states is a parameter of the task, even when only one trajectory taught it: without
+this, a single successful login would teach the next episode its username); other values equal
+across all members stay literal. Element ids quoted in the model's thoughts are removed, since they
+only held on the page that produced them.
 Trajectories with no executed, successful step are skipped, so every workflow has at least one step.
 """
 
@@ -37,8 +41,14 @@ def slugify(text: str, fallback: str = "value") -> str:
     return slug if not slug[0].isdigit() else f"v_{slug}"
 
 
+def _from_goal(value: str, goal: str) -> bool:
+    """Whether a step's value is stated in the task's goal (as a whole word or quoted phrase)."""
+    return bool(value.strip()) and re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)", goal) is not None
+
+
 def _placeholder_names(members: Sequence[AbstractTrajectory]) -> list[str | None]:
-    """Per step, the placeholder name if the value differs across members, else None (literal).
+    """Per step, the placeholder name if the value differs across members or comes from every
+    member's goal, else None (literal).
 
     Two steps whose values are equal member by member share one placeholder (the same username
     typed twice is one parameter); otherwise a clashing name gets a numeric suffix.
@@ -49,7 +59,8 @@ def _placeholder_names(members: Sequence[AbstractTrajectory]) -> list[str | None
     names: list[str | None] = []
     for i, step in enumerate(first.steps):
         vector = tuple(m.steps[i].value for m in members)
-        if len(set(vector)) == 1:
+        stated = all(_from_goal(m.steps[i].value, m.goal) for m in members)
+        if len(set(vector)) == 1 and not stated:
             names.append(None)
             continue
         if vector in by_vector:
@@ -85,6 +96,15 @@ def goal_template(members: Sequence[AbstractTrajectory], names: Sequence[str | N
     return _substitute(first.goal, pairs)
 
 
+_QUOTED_ID = re.compile(r"\[\s*[A-Za-z]?\d+\s*\]|\(\s*['\"]?[A-Za-z]?\d+['\"]?\s*\)")
+
+
+def scrub_ids(thought: str) -> str:
+    """A thought without the element ids it quoted (``fill[19], press[20]`` -> ``fill, press``)."""
+    text = _QUOTED_ID.sub("", thought)
+    return re.sub(r"\s+([,.;])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,;")
+
+
 def workflow_name(steps: Sequence[AbstractStep]) -> str:
     """A readable name from the steps, e.g. ``fill Username, fill Password, click Log in``."""
     parts = [f"{s.action} {s.label or s.role}".strip() for s in steps]
@@ -100,7 +120,8 @@ def workflow_from_group(members: Sequence[AbstractTrajectory], *, admission: str
     for i, step in enumerate(first.steps):
         name = names[i]
         value = step.value if name is None else "{" + name + "}"
-        reasoning = step.thought if name is None else _substitute(step.thought, [(step.value, name)])
+        thought = scrub_ids(step.thought)
+        reasoning = thought if name is None else _substitute(thought, [(step.value, name)])
         steps.append(WorkflowStep(reasoning=reasoning, action=step.action, target=step.target, value=value))
     parameters = list(dict.fromkeys(n for n in names if n is not None))
     return Workflow(
