@@ -327,3 +327,28 @@ def test_mind2web_round_trip_property(workflows):
 def test_webarena_round_trip_property(workflows):
     text = render_workflows(workflows, "webarena")
     assert _fields(parse_workflows(text, "webarena", source="prop")) == _fields(workflows)
+
+
+def test_placeholders_are_bound_from_a_goal_that_matches_the_template():
+    from awm.memory.workflow import Provenance, Workflow, WorkflowStep, bind_parameters, instantiate
+    from awm.trajectory import TargetDesc
+
+    workflow = Workflow(
+        name="login",
+        description='Enter the username "{username}" and the password "{password}" and press login.',
+        parameters=["username", "password"],
+        steps=[
+            WorkflowStep(action="fill", target=TargetDesc(role="textbox", label="Username"), value="{username}"),
+            WorkflowStep(action="fill", target=TargetDesc(role="textbox", label="Password"), value="{password}"),
+            WorkflowStep(action="click", target=TargetDesc(role="button", label="Login")),
+        ],
+        provenance=Provenance(mode="rule"),
+    )
+    goal = 'Enter the username "juan" and the password "J c]"  and press login.'
+    values = bind_parameters(workflow, goal)
+    assert values == {"username": "juan", "password": "J c]"}
+    bound = instantiate(workflow, values)
+    assert [s.value for s in bound.steps] == ["juan", "J c]", ""]
+    assert bound.parameters == [] and workflow.steps[0].value == "{username}"  # the stored one is untouched
+    assert bind_parameters(workflow, "Book a flight to Denver") == {}
+    assert instantiate(workflow, {}) is workflow

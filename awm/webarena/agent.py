@@ -168,7 +168,7 @@ class LLMAgent:
         memory = self._memory_for(goal)
         parts = prompts.build_parts(
             system=prompts.system_text(names),
-            memory=prompts.memory_texts(memory.workflows) if memory else [],
+            memory=prompts.memory_texts(memory.workflows, goal) if memory else [],
             goal=goal,
             history=ctx.history,
             page_text=page.text,

@@ -15,7 +15,7 @@ from typing import Literal
 
 from awm.actions import describe_actions
 from awm.memory.text_format import render_workflow
-from awm.memory.workflow import Workflow
+from awm.memory.workflow import Workflow, bind_parameters, instantiate
 from awm.tokens import PromptParts
 from awm.trajectory import Step, Task
 
@@ -59,9 +59,14 @@ def system_text(action_names: Collection[str] | None = None) -> str:
     return f"{SYSTEM_INTRO}\n\n## Actions\n{describe_actions('browser', names=action_names)}"
 
 
-def memory_texts(workflows: Sequence[Workflow]) -> list[str]:
-    """Each workflow in AWM's WebArena text format, most relevant first (as retrieved)."""
-    return [render_workflow(w, style="webarena") for w in workflows]
+def memory_texts(workflows: Sequence[Workflow], goal: str = "") -> list[str]:
+    """Each workflow in AWM's WebArena text format, most relevant first (as retrieved).
+
+    Placeholders whose values can be read off this goal (`bind_parameters`) are filled in: a small
+    model copies ``{username}`` literally instead of substituting it. The goal is fixed for an
+    episode, so the text stays byte-identical across its steps (prefix cache).
+    """
+    return [render_workflow(instantiate(w, bind_parameters(w, goal)), style="webarena") for w in workflows]
 
 
 def goal_text(goal: str) -> str:
