@@ -10,6 +10,7 @@ reset starts clean).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import io
 import logging
 import os
@@ -187,7 +188,7 @@ def _import_benchmark(env_id: str) -> None:
 
     if module:
         try:
-            __import__(module)
+            importlib.import_module(module)  # a name from the table above, never from input
         except ImportError as exc:
             raise SetupError(f"task family '{family}' needs the package {module}: {exc}") from None
 
