@@ -26,7 +26,7 @@ from rich.table import Table
 
 from awm.evaluation.audit import JudgeAudit, audit
 from awm.trajectory import Trajectory, utc_now
-from awm.webarena.report import INFRA_ENDS, is_success
+from awm.webarena.report import INFRA_ENDS, summarize_episode
 
 RESULTS_JSON = "results.json"
 RESULTS_MD = "RESULTS.md"
@@ -224,31 +224,27 @@ class AblationReport(BaseModel):
 # --------------------------------------------------------------------------------------------------
 
 
+# Per-episode figures computed once, by the run summary (`awm.webarena.report.summarize_episode`).
+_SHARED_WITH_SUMMARY = {
+    "key", "scope", "seed", "trajectory_id", "success", "reward", "judge", "end", "steps",
+    "prompt_tokens", "completion_tokens", "seconds", "failure_classes",
+}  # fmt: skip
+
+
 def episode_rows(run: ArmRun) -> list[EpisodeRow]:
     rows = []
     for position, t in enumerate(run.trajectories):
         seen, after = run.versions.get(t.task.key, (t.memory_version, None))
         errors = [s.error for s in t.steps if s.error and s.outcome in ("env_error", "llm_error")]
+        shared = summarize_episode(t).model_dump(include=_SHARED_WITH_SUMMARY)
         rows.append(
             EpisodeRow(
+                **shared,
                 arm=run.arm,
                 repeat=run.repeat,
                 position=position,
-                key=t.task.key,
                 task_id=t.task.task_id.removeprefix("browsergym/"),
-                scope=t.task.scope,
-                seed=t.task.seed,
-                trajectory_id=t.trajectory_id,
-                success=is_success(t),
-                reward=t.verdict.reward,
-                judge=t.verdict.judge,
-                end=t.end,
-                steps=len(t.steps),
-                prompt_tokens=t.prompt_tokens,
-                completion_tokens=t.completion_tokens,
                 step_tokens=[s.prompt_tokens + s.completion_tokens for s in t.steps],
-                seconds=round(t.seconds, 3),
-                failure_classes=dict(Counter(s.outcome for s in t.steps if s.outcome != "ok")),
                 memory_version_seen=seen,
                 memory_version_after=after,
                 error=(errors[-1] if errors else "")[:300],
