@@ -87,23 +87,16 @@ class Step(BaseModel):
 
 
 class Verdict(BaseModel):
-    """Ground truth, an LLM judge's label, or both. `unknown` is never success."""
+    """Ground truth, an LLM judge's label, or both. What counts as success: `awm.evaluation.success`.
+
+    `reward` is the benchmark's reward as it reported it; `raw_reward` the unshaped one where the
+    benchmark has one (MiniWoB++'s RAW_REWARD_GLOBAL: BrowserGym's reward counts partial credit).
+    """
 
     reward: float | None = None
+    raw_reward: float | None = None
     judge: JudgeLabel | None = None
     judge_reason: str = ""
-
-    def success(self, rule: Literal["gt", "judge", "both", "any"]) -> bool:
-        """Whether this verdict admits the trajectory under an admission rule."""
-        gt = self.reward is not None and self.reward > 0
-        judged = self.judge == "success"
-        if rule == "gt":
-            return gt
-        if rule == "judge":
-            return judged
-        if rule == "both":
-            return gt and judged
-        return gt or judged
 
 
 class Trajectory(BaseModel):

@@ -11,6 +11,7 @@ from awm.config import load_settings
 from awm.errors import DataError
 from awm.evaluation import audit, judge_many, judge_trajectory, parse_judge_answer, verdict_from_reward
 from awm.evaluation.judge import judge_messages
+from awm.evaluation.success import ground_truth_success, verdict_passes
 from awm.llm.factory import make_client
 from awm.trajectory import Step, Task, Trajectory, Verdict
 from tests.stub_llm_server import Reply, StubLLMServer
@@ -58,10 +59,19 @@ def stub_client(stub: StubLLMServer):
 # --- ground truth -------------------------------------------------------------------------------
 
 
+def test_success_needs_the_full_raw_reward_where_the_benchmark_reports_one() -> None:
+    # BrowserGym's MiniWoB reward is RAW_REWARD_GLOBAL > 0: partial credit would count as solved.
+    partial = Verdict(reward=1.0, raw_reward=0.5)
+    assert not verdict_passes(partial, "gt")
+    assert verdict_passes(Verdict(reward=1.0, raw_reward=1.0), "gt")
+    assert not verdict_passes(Verdict(reward=0.5), "gt") and verdict_passes(Verdict(reward=1.0), "gt")
+    assert ground_truth_success(Verdict(judge="success")) is None
+
+
 def test_verdict_from_reward() -> None:
     assert verdict_from_reward(None) == Verdict()
-    assert verdict_from_reward(1).reward == 1.0 and verdict_from_reward(1).success("gt")
-    assert not verdict_from_reward(0.0).success("gt")
+    assert verdict_from_reward(1).reward == 1.0 and verdict_passes(verdict_from_reward(1), "gt")
+    assert not verdict_passes(verdict_from_reward(0.0), "gt")
     with pytest.raises(DataError, match="finite"):
         verdict_from_reward(math.nan)
 
@@ -103,7 +113,7 @@ def test_parse_judge_answer_accepts_strict_json(raw: str, label: str, reason: st
 def test_parse_judge_answer_rejects_anything_else_as_unknown(raw: str) -> None:
     verdict = parse_judge_answer(raw)
     assert verdict.judge == "unknown"
-    assert not verdict.success("judge") and not verdict.success("any")
+    assert not verdict_passes(verdict, "judge") and not verdict_passes(verdict, "any")
     assert "unparseable judge answer" in verdict.judge_reason
 
 
@@ -138,7 +148,7 @@ def test_judge_fenced_failure_and_garbage_unknown() -> None:
         garbage = judge_trajectory(client, make_trajectory(reward=0.0))
     assert (fenced.judge, fenced.judge_reason) == ("failure", "Still on the login form.")
     assert garbage.judge == "unknown" and "I think it probably worked!" in garbage.judge_reason
-    assert not garbage.success("judge") and not garbage.success("any")
+    assert not verdict_passes(garbage, "judge") and not verdict_passes(garbage, "any")
 
 
 def test_judge_truncates_the_final_page() -> None:

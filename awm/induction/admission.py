@@ -15,6 +15,7 @@ from typing import Literal, get_args
 from pydantic import ValidationError
 
 from awm.errors import DataError
+from awm.evaluation.success import verdict_passes
 from awm.memory.workflow import Workflow
 from awm.trajectory import Trajectory, Verdict
 
@@ -104,7 +105,7 @@ def admit(
         if trajectory.trajectory_id in extra:
             verdict = combine_verdicts(verdict, extra[trajectory.trajectory_id])
             trajectory = trajectory.model_copy(update={"verdict": verdict})
-        if rule in ("all", "manual") or verdict.success(rule):
+        if rule in ("all", "manual") or verdict_passes(verdict, rule):
             result.admitted.append(trajectory)
         else:
             result.rejected[trajectory.trajectory_id] = _why_rejected(verdict, rule)

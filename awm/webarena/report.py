@@ -99,14 +99,6 @@ class RunSummary(BaseModel):
         return dict(Counter(e.end for e in self.episodes).most_common())
 
 
-def is_success(trajectory: Trajectory) -> bool:
-    """Ground truth when the benchmark gave a reward, else the judge; `unknown` is never success."""
-    verdict = trajectory.verdict
-    if verdict.reward is not None:
-        return verdict.success("gt")
-    return verdict.success("judge")
-
-
 def summarize_episode(trajectory: Trajectory) -> EpisodeSummary:
     outcomes = Counter(s.outcome for s in trajectory.steps if s.outcome != "ok")
     llm_ms = sum(s.timings_ms.get("llm", 0.0) for s in trajectory.steps)
