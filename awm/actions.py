@@ -57,12 +57,19 @@ class ArgSpec:
 
 @dataclass(frozen=True)
 class ActionSpec:
-    """One action: its parameters, a short description for the prompt, and example argument values."""
+    """One action: its parameters, a short description for the prompt, example argument values, and
+    its properties: `sets_state` (right after it succeeds, the same action on the same element changes
+    nothing: a field's text, a box's tick, focus), `needs_interactable` (its target must be visible and
+    enabled before BrowserGym tries it), and `benchmarks` (where it is offered; empty: everywhere that
+    offers the whole set)."""
 
     name: str
     args: tuple[ArgSpec, ...]
     description: str
     example: dict[str, ArgValue]
+    sets_state: bool = False
+    needs_interactable: bool = False
+    benchmarks: frozenset[str] = frozenset()
 
     @property
     def id_arg(self) -> str | None:
@@ -80,10 +87,24 @@ ID_PLACEHOLDER = "ID"
 _BID = ArgSpec("bid", "id")
 
 
-def _browser(name: str, args: tuple[ArgSpec, ...], description: str, **example: ArgValue) -> ActionSpec:
+# MiniWoB++ pages are one tab with no answer box: tab, URL and chat actions only add prompt tokens
+# and ways to go wrong, so only the actions marked with it are offered there.
+_MINIWOB = frozenset({"miniwob"})
+
+
+def _browser(
+    name: str,
+    args: tuple[ArgSpec, ...],
+    description: str,
+    *,
+    sets_state: bool = False,
+    needs_interactable: bool = False,
+    benchmarks: frozenset[str] = frozenset(),
+    **example: ArgValue,
+) -> ActionSpec:
     if any(a.type == "id" for a in args):
         example = {"bid": BID_PLACEHOLDER, **example}
-    return ActionSpec(name, args, description, example)
+    return ActionSpec(name, args, description, example, sets_state, needs_interactable, benchmarks)
 
 
 BROWSER_ACTIONS: tuple[ActionSpec, ...] = (
@@ -91,32 +112,75 @@ BROWSER_ACTIONS: tuple[ActionSpec, ...] = (
         "click",
         (_BID, ArgSpec("button", "str", False, "left", ("left", "middle", "right"))),
         "click an element",
+        needs_interactable=True,
+        benchmarks=_MINIWOB,
     ),
-    _browser("dblclick", (_BID,), "double-click an element"),
-    _browser("hover", (_BID,), "move the mouse over an element"),
-    _browser("fill", (_BID, ArgSpec("value", "str")), "replace the text of an input field", value="Seattle"),
-    _browser("clear", (_BID,), "empty an input field"),
+    _browser("dblclick", (_BID,), "double-click an element", needs_interactable=True, benchmarks=_MINIWOB),
+    _browser(
+        "hover",
+        (_BID,),
+        "move the mouse over an element",
+        sets_state=True,
+        needs_interactable=True,
+        benchmarks=_MINIWOB,
+    ),
+    _browser(
+        "fill",
+        (_BID, ArgSpec("value", "str")),
+        "replace the text of an input field",
+        value="Seattle",
+        sets_state=True,
+        needs_interactable=True,
+        benchmarks=_MINIWOB,
+    ),
+    _browser(
+        "clear",
+        (_BID,),
+        "empty an input field",
+        sets_state=True,
+        needs_interactable=True,
+        benchmarks=_MINIWOB,
+    ),
     _browser(
         "select_option",
         (_BID, ArgSpec("options", "str_or_list")),
         "choose option(s) of a <select> by label or value",
         options="Blue",
+        sets_state=True,
+        needs_interactable=True,
+        benchmarks=_MINIWOB,
     ),
-    _browser("check", (_BID,), "make sure a checkbox or radio button is checked"),
-    _browser("uncheck", (_BID,), "make sure a checkbox is unchecked"),
+    _browser(
+        "check",
+        (_BID,),
+        "make sure a checkbox or radio button is checked",
+        sets_state=True,
+        needs_interactable=True,
+        benchmarks=_MINIWOB,
+    ),
+    _browser(
+        "uncheck",
+        (_BID,),
+        "make sure a checkbox is unchecked",
+        sets_state=True,
+        needs_interactable=True,
+        benchmarks=_MINIWOB,
+    ),
     _browser(
         "press",
         (_BID, ArgSpec("key_comb", "str")),
         "focus an element and press keys such as 'Enter' or 'Control+a'",
         key_comb="Enter",
+        benchmarks=_MINIWOB,
     ),
-    _browser("focus", (_BID,), "focus an element"),
+    _browser("focus", (_BID,), "focus an element", sets_state=True, benchmarks=_MINIWOB),
     _browser(
         "scroll",
         (ArgSpec("delta_x", "float"), ArgSpec("delta_y", "float")),
         "scroll the page by pixels (positive: right/down)",
         delta_x=0,
         delta_y=300,
+        benchmarks=_MINIWOB,
     ),
     _browser("go_back", (), "go back to the previous page"),
     _browser("go_forward", (), "go forward to the next page"),
@@ -155,6 +219,13 @@ MIND2WEB_ACTIONS: tuple[ActionSpec, ...] = (
         {"id": ID_PLACEHOLDER, "value": "Economy"},
     ),
 )
+
+
+def actions_offered(benchmark: str) -> list[str] | None:
+    """The browser actions offered on a benchmark's pages (None: the whole set)."""
+    names = [s.name for s in BROWSER_ACTIONS if benchmark in s.benchmarks]
+    return names or None
+
 
 ACTION_SETS: dict[str, dict[str, ActionSpec]] = {
     "browser": {s.name: s for s in BROWSER_ACTIONS},

@@ -7,7 +7,7 @@ the error the model was shown, without starting a browser or a model.
 from __future__ import annotations
 
 import json
-from typing import cast
+from typing import Annotated, cast
 
 import typer
 
@@ -20,6 +20,10 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
+
+# `--set` and `--ids` mean the same on every subcommand, so they are written once.
+SetOption = Annotated[str, typer.Option("--set", help="Action set: browser or mind2web.")]
+IdsHelp = "Comma-separated element ids on the page; an action on any other id is refused."
 
 
 def _action_set(name: str) -> ActionSetName:
@@ -37,9 +41,9 @@ def _split_ids(ids: str | None) -> list[str] | None:
 
 @app.command("parse")
 def parse_command(
-    text: str = typer.Argument(..., help="The model's reply text."),
-    set_name: str = typer.Option("browser", "--set", help="Action set: browser or mind2web."),
-    ids: str | None = typer.Option(None, "--ids", help="Comma-separated element ids on the page."),
+    text: Annotated[str, typer.Argument(help="The model's reply text.")],
+    set_name: SetOption = "browser",
+    ids: Annotated[str | None, typer.Option("--ids", help=IdsHelp)] = None,
 ) -> None:
     """Parse TEXT into one action and print it as JSON; on failure print the error kind and message, exit 2.
 
@@ -59,9 +63,7 @@ def parse_command(
 
 
 @app.command("list")
-def list_command(
-    set_name: str = typer.Option("browser", "--set", help="Action set: browser or mind2web."),
-) -> None:
+def list_command(set_name: SetOption = "browser") -> None:
     """Print the prompt text that describes the action set, one line per action.
 
     Example: awm actions list --set mind2web
@@ -71,9 +73,9 @@ def list_command(
 
 @app.command("grammar")
 def grammar_command(
-    ids: str = typer.Option(..., "--ids", help="Comma-separated element ids on the page."),
-    set_name: str = typer.Option("browser", "--set", help="Action set: browser or mind2web."),
-    no_thought: bool = typer.Option(False, "--no-thought", help="Grammar for the action alone."),
+    ids: Annotated[str, typer.Option("--ids", help=IdsHelp)],
+    set_name: SetOption = "browser",
+    no_thought: Annotated[bool, typer.Option("--no-thought", help="Grammar for the action alone.")] = False,
 ) -> None:
     """Print the GBNF grammar (llama.cpp) that allows one action on the given element ids.
 

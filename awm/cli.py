@@ -1,6 +1,7 @@
 """The `awm` command. Each area owns a Typer sub-app in its own module; this file only mounts them.
 
-User errors (`AwmError`) print one sentence and exit 2, without a traceback.
+User errors (`AwmError`) print one sentence and exit 2, without a traceback. Help is printed literally
+(no Rich markup), so `[pipeline]` or `[[arm]]` in a help string reaches the reader as written.
 """
 
 from __future__ import annotations
@@ -17,6 +18,9 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    # Plain help wraps at 80 columns by default, which breaks long "Example:" lines; a wide terminal may use 120.
+    context_settings={"max_content_width": 120},
 )
 
 
@@ -28,11 +32,11 @@ def _mount() -> None:
     from awm.llm.commands import app as llm_app
     from awm.memory.commands import app as memory_app
     from awm.mind2web.commands import app as mind2web_app
-    from awm.mind2web.run_cli import register_run as register_mind2web_run
     from awm.pipeline.ablate_cli import register as register_ablate
     from awm.pipeline.commands import app as pipeline_app
+    from awm.pipeline.mind2web_run import register_run as register_mind2web_run
+    from awm.pipeline.run_cli import register as register_run
     from awm.traces.commands import app as traces_app
-    from awm.webarena.commands import register as register_run
 
     app.command("doctor")(doctor.doctor_command)
     app.command("demo")(demo.demo_command)
@@ -46,6 +50,21 @@ def _mount() -> None:
     app.add_typer(traces_app, name="traces")
     app.add_typer(llm_app, name="llm")
     app.add_typer(actions_app, name="actions")
+    show_help_literally(app)
+
+
+def show_help_literally(typer_app: typer.Typer) -> None:
+    """Turn off Rich markup for an app and every app mounted under it, so help text is shown as written.
+
+    With Typer's default ("rich"), `a [pipeline] table` prints as `a  table`: Rich reads `[pipeline]` as a
+    style tag. "markdown" keeps brackets but drops `<time>` in `runs/<time>-<name>` as HTML. Plain click
+    help keeps both, and its paragraphs and "Example:" lines. `awm` passes its own mode down to every
+    command it builds; the sub-apps get it too, for when one is run on its own (tests, `python -m`).
+    """
+    typer_app.rich_markup_mode = None
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            show_help_literally(group.typer_instance)
 
 
 _mount()

@@ -1,7 +1,11 @@
 """Typed settings: defaults < configs/*.toml < environment < CLI flags; a hash goes with every result.
 
 Why one object: limits, endpoints and paths are read in one place, so a run's behaviour is fully
-described by `Settings` and its `config_hash`.
+described by `Settings` and its `config_hash`. One TOML schema: `[llm]`, `[agent]`, `[browser]` and the
+top-level `memory_db`/`runs_dir`/`home` are `Settings`; `[pipeline]` is the arm (`awm.pipeline.config`),
+`[[arm]]` and the ablation keys are `awm ablate`'s, `[webarena]` names WebArena's sites, `[mind2web]` and
+`[demo]` are read by their commands. Every table refuses a key it does not know, naming the key and the
+file: a misspelt `temprature` must not silently run at the default.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from awm.errors import ConfigError
 
@@ -31,6 +35,8 @@ def awm_home() -> Path:
 class Price(BaseModel):
     """US dollars per million tokens."""
 
+    model_config = ConfigDict(extra="forbid")
+
     prompt: float = 0.0
     completion: float = 0.0
 
@@ -47,7 +53,10 @@ DEFAULT_PRICES: dict[str, Price] = {
 
 
 class LLMSettings(BaseModel):
-    """Which model to call and how hard to try."""
+    """Which model to call and how hard to try. `local_slots` is how many requests the embedded llama.cpp
+    server serves at once (the driver sets it to its worker count; each slot keeps the full context)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     backend: Backend = "auto"
     model: str | None = None
@@ -63,6 +72,7 @@ class LLMSettings(BaseModel):
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
     local_model_path: Path | None = None
     local_threads: int = 2
+    local_slots: int = Field(default=1, ge=1)
 
     def resolved_backend(self) -> Literal["local", "openai", "anthropic"]:
         """`auto` means: a configured endpoint or key wins, else the embedded local model."""
@@ -75,10 +85,68 @@ class LLMSettings(BaseModel):
         return "local"
 
 
+class AgentSettings(BaseModel):
+    """How the LLM web agent asks: constrained decoding (None: on for the local backend), the order of
+    the prompt's parts (stable prefix first, for the prefix cache), role-aware id sets."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    use_grammar: bool | None = None
+    prompt_order: Literal["prefix", "page_first"] = "prefix"
+    role_aware: bool = True
+
+
+class BrowserSettings(BaseModel):
+    """Browser settings of a worker. `pre_observation_delay` trades speed for settled pages (0.35 s still
+    solves book-flight; 0.1 s breaks autocomplete tasks). `viewport=None` keeps each task's own size;
+    `slow_mo_ms=None` keeps the task's own Playwright slow-down (MiniWoB 100 ms, open-ended pages 1 s).
+    The episode's time limit is the harness's (`[pipeline] episode_timeout_s`), not a browser setting."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    headless: bool = True
+    pre_observation_delay: float = 0.5
+    action_timeout_ms: int = 3000
+    viewport: tuple[int, int] | None = (1280, 720)
+    screenshots: bool = True
+    obs_token_budget: int = 2000
+    slow_mo_ms: int | None = None
+    call_timeout_s: float = 60.0  # watchdog: a reset/step/observe that takes longer kills the browser
+
+
+# Settings fields that change how a run is watched or scheduled, never its results.
+NOT_RESULTS: dict[str, Any] = {
+    "home": True,
+    "runs_dir": True,
+    "llm": {"api_key", "local_slots"},
+    "browser": {"headless", "slow_mo_ms", "screenshots"},
+}
+
+# Top-level keys of a config file that belong to other readers (see the module docstring).
+OTHER_TABLES = frozenset(
+    {
+        "pipeline",
+        "arm",
+        "repeats",
+        "budget_matched",
+        "budget_max_scale",
+        "budget_memory_arm",
+        "budget_off_arm",
+        "webarena",
+        "mind2web",
+        "demo",
+    }
+)
+
+
 class Settings(BaseModel):
     """Everything a run depends on."""
 
+    model_config = ConfigDict(extra="forbid")
+
     llm: LLMSettings = Field(default_factory=LLMSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    browser: BrowserSettings = Field(default_factory=BrowserSettings)
     home: Path = Field(default_factory=awm_home)
     memory_db: Path = PROJECT_ROOT / "workflows" / "memory.sqlite"
     runs_dir: Path = Path("runs")
@@ -123,6 +191,12 @@ def load_settings(config_path: Path | None = None, overrides: dict[str, Any] | N
             raise ConfigError(f"config file {config_path} does not exist") from None
         except tomllib.TOMLDecodeError as exc:
             raise ConfigError(f"config file {config_path} is not valid TOML: {exc}") from None
+    source = f" in {config_path}" if config_path else ""
+    unknown = sorted(set(data) - set(Settings.model_fields) - OTHER_TABLES)
+    if unknown:
+        known = ", ".join(sorted({*Settings.model_fields, *OTHER_TABLES}))
+        raise ConfigError(f"unknown key '{unknown[0]}'{source} (known top-level keys and tables: {known})")
+    data = {k: v for k, v in data.items() if k not in OTHER_TABLES}
     data = _deep_merge(data, _env_overrides())
     data = _deep_merge(data, overrides or {})
     try:
@@ -130,11 +204,13 @@ def load_settings(config_path: Path | None = None, overrides: dict[str, Any] | N
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        source = f" in {config_path}" if config_path else ""
+        if first["type"] == "extra_forbidden":
+            raise ConfigError(f"unknown key '{where}'{source}: no such setting") from None
         raise ConfigError(f"setting '{where}'{source}: {first['msg']} (got {first.get('input')!r})") from None
 
 
 def config_hash(settings: Settings) -> str:
-    """A short, stable hash of everything that changes results (secrets and paths excluded)."""
-    payload = settings.model_dump(mode="json", exclude={"home": True, "llm": {"api_key"}})
+    """A short, stable hash of everything that changes results (secrets, paths, how a run is watched
+    and how many requests the local server takes at once excluded)."""
+    payload = settings.model_dump(mode="json", exclude=NOT_RESULTS)
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]

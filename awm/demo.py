@@ -20,14 +20,26 @@ DEFAULT_CONFIG = PROJECT_ROOT / "configs" / "miniwob-demo.toml"
 
 
 def demo_command(
-    config: Annotated[Path, typer.Option("--config", "-c", help="Demo config (TOML with a [demo] section).")] = DEFAULT_CONFIG,
-    out: Annotated[Path | None, typer.Option(help="Run folder (default: runs/<time>-demo).")] = None,
+    config: Annotated[
+        Path,
+        typer.Option(
+            "--config",
+            "-c",
+            help="TOML settings file (configs/*.toml).",
+            dir_okay=False,
+        ),
+    ] = DEFAULT_CONFIG,
+    out: Annotated[
+        Path | None, typer.Option(help="Run folder (default: runs/<time>-demo); an existing one is resumed.")
+    ] = None,
 ) -> None:
     """Run the main job: the local model on a small MiniWoB++ set, then print the table and where results are.
 
+    What runs (tasks, seeds, steps) is the config's [demo] section; its [llm] table sets the model.
+
     Example: awm demo
     """
-    from awm.webarena.commands import run_command
+    from awm.pipeline.run_cli import run_command
 
     try:
         section = tomllib.loads(Path(config).read_text()).get("demo")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -11,13 +13,13 @@ from awm.config import load_settings
 
 
 def doctor_command(
-    json_output: bool = typer.Option(False, "--json", help="Print the checks as JSON."),
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
 ) -> None:
     """Check Chromium, the Playwright bridge, MiniWoB pages, the model file, tiktoken, embeddings and Ray.
 
     Exits 0 only when every required part is ready.
 
-    Example: awm doctor
+    Example: awm doctor --json
     """
     settings = load_settings()
     checks = run_checks(settings.home, settings.model_file)
@@ -30,7 +32,11 @@ def doctor_command(
         for column in ("part", "status", "detail", "fix"):
             table.add_column(column, overflow="fold")
         for check in checks:
-            status = "[green]ready[/]" if check.ok else ("[red]missing[/]" if check.required else "[yellow]absent[/]")
+            status = (
+                "[green]ready[/]"
+                if check.ok
+                else ("[red]missing[/]" if check.required else "[yellow]absent[/]")
+            )
             table.add_row(check.name, status, check.detail, "" if check.ok else check.fix)
         Console().print(table)
     if not all(c.ok for c in checks if c.required):

@@ -83,6 +83,7 @@ class Step(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_calls: int = 0
+    prompt_hash: str = ""  # sha256 of the exact messages sent for this step (empty: no model call)
     screenshot: str | None = None
 
 
@@ -109,9 +110,9 @@ class Trajectory(BaseModel):
     final_answer: str = ""
     verdict: Verdict = Field(default_factory=Verdict)
     model: str = ""
-    memory_scope: str | None = None
-    memory_version: int | None = None
-    workflows_used: list[str] = Field(default_factory=list)
+    memory_scope: str | None = None  # the memory view the driver gave the policy: its scope,
+    memory_version: int | None = None  # its version (None: the scope had none yet),
+    workflows_used: list[str] = Field(default_factory=list)  # and the workflows its prompts carried
     started_at: str = Field(default_factory=utc_now)
     seconds: float = 0.0
     meta: dict[str, Any] = Field(default_factory=dict)

@@ -26,13 +26,14 @@ from rich.table import Table
 
 from awm.actions import parse_action
 from awm.assets import configure_runtime_env
-from awm.config import load_settings
+from awm.config import BrowserSettings, load_settings
+from awm.evaluation.success import is_success
 from awm.llm.base import ChatRequest
 from awm.tokens import CharEstimateCounter, TiktokenCounter, TokenCounter
 from awm.traces import RunRecorder
 from awm.trajectory import Step, Trajectory
 from awm.webarena.agent import LLMAgent
-from awm.webarena.env import BrowserEnvConfig, BrowserSession
+from awm.webarena.env import BrowserSession
 from awm.webarena.harness import Decision, DecisionContext, HarnessConfig, run_episode
 from awm.webarena.policies import MiniWobScriptedPolicy
 from awm.webarena.tasks import parse_seeds, resolve_tasks
@@ -97,7 +98,7 @@ def measure_overhead(
     solved = 0
     with (
         tempfile.TemporaryDirectory() as tmp,
-        BrowserSession(BrowserEnvConfig(screenshots=screenshots)) as session,
+        BrowserSession(BrowserSettings(screenshots=screenshots)) as session,
     ):
         recorder = RunRecorder(Path(tmp) / "run", config={"bench": True}, config_hash="bench")
 
@@ -119,7 +120,7 @@ def measure_overhead(
                 session, policy, task.model_copy(deep=True), HarnessConfig(max_steps=5), on_step=on_step
             )
             recorder.end_episode(trajectory)
-            solved += int((trajectory.verdict.reward or 0) > 0)
+            solved += int(is_success(trajectory))
         recorder.close()
     parts["prompt"], parts["parse"] = list(policy.prompt_ms), list(policy.parse_ms)
     parts["total"] = [
@@ -163,7 +164,7 @@ def bench_prompt_order(tasks_arg: str, seeds_arg: str, max_steps: int, console: 
     counter = client.token_counter()
     tasks = resolve_tasks("miniwob", tasks_arg, parse_seeds(seeds_arg))
     results: dict[str, dict[str, float]] = {}
-    with BrowserSession(BrowserEnvConfig(screenshots=False)) as session:
+    with BrowserSession(BrowserSettings(screenshots=False)) as session:
         # Warm the server once so model loading is not billed to the first variant.
         client.chat(ChatRequest(messages=[{"role": "user", "content": "hi"}], max_tokens=1))
         for order in ("prefix", "page_first"):
@@ -175,7 +176,7 @@ def bench_prompt_order(tasks_arg: str, seeds_arg: str, max_steps: int, console: 
                 trajectory = run_episode(
                     session, agent, task.model_copy(deep=True), HarnessConfig(max_steps=max_steps)
                 )
-                solved += int((trajectory.verdict.reward or 0) > 0)
+                solved += int(is_success(trajectory))
                 for step in trajectory.steps:
                     if step.llm_calls:
                         llm_s.append(step.timings_ms.get("llm", 0.0) / 1000 / step.llm_calls)

@@ -18,8 +18,9 @@ from collections.abc import Callable
 
 from awm.actions import Action
 from awm.assets import configure_runtime_env
+from awm.config import BrowserSettings
 from awm.trajectory import Task
-from awm.webarena.env import BrowserEnvConfig, BrowserSession, PageState
+from awm.webarena.env import BrowserSession, PageState
 
 TASKS = [
     "book-flight", "click-link", "login-user", "search-engine", "click-test", "click-button", "enter-text",
@@ -94,7 +95,7 @@ def main() -> int:
     ratios: list[float] = []
     lost_total = theirs_total = ours_total = 0
     started = time.time()
-    with BrowserSession(BrowserEnvConfig(screenshots=False)) as session:
+    with BrowserSession(BrowserSettings(screenshots=False)) as session:
         for name in [t.strip() for t in args.tasks.split(",") if t.strip()]:
             task = Task(
                 task_id=f"miniwob.{name}", scope=f"miniwob/{name}", benchmark="miniwob", seed=args.seed

@@ -1,65 +1,90 @@
-"""Pipeline throughput: episodes per minute with 1 and 2 local workers (and Ray), side by side.
+"""Pipeline throughput: 1 vs 2 workers on the same episodes, for the scripted policy and the local model.
 
-The scripted MiniWoB policy decides instantly, so what is measured is the browser and the harness
-(reset, execute, observe), plus each backend's start-up. With `--main-job`, also the wall time of
-the main job (`awm ablate configs/miniwob-demo.toml`, the local model, response cache off so it is
-an upper bound) in a temporary folder.
+The scripted MiniWoB policy decides instantly, so its rows measure the browser and the harness (reset,
+execute, observe) plus each backend's start-up. The local-model rows run the same episodes with the
+embedded Qwen2.5-Coder-1.5B (llama.cpp, one server with two slots shared by the workers, started and
+warmed before timing, response cache off, temperature 0); they also say whether every episode came out
+the same with 2 workers as with 1 (actions and reward). Goal on this 2-core machine: at least 1.8x
+scripted and 1.4x with the local model.
 
-    python scripts/bench_pipeline.py                 # 1 vs 2 local workers (+ ray if installed)
-    python scripts/bench_pipeline.py --episodes 12 --no-ray
-    python scripts/bench_pipeline.py --main-job      # adds the main job (up to ~20 minutes)
+    python scripts/bench_pipeline.py                   # scripted and local model, 1 vs 2 local workers
+    python scripts/bench_pipeline.py --episodes 12 --ray
+    python scripts/bench_pipeline.py --no-llm          # scripted rows only
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
-import tempfile
 import time
-from pathlib import Path
 
 from awm.assets import configure_runtime_env
-from awm.config import PROJECT_ROOT, load_settings
-from awm.pipeline.parallel import run_episodes_parallel
-from awm.webarena.env import BrowserEnvConfig
+from awm.config import BrowserSettings, Settings, load_settings
+from awm.evaluation.success import is_success
+from awm.pipeline.parallel import PoolConfig, run_tasks_parallel
+from awm.pipeline.policy import PolicyFactory
+from awm.trajectory import Task, Trajectory
 from awm.webarena.harness import HarnessConfig
-from awm.webarena.runner import AgentFactory
 from awm.webarena.tasks import resolve_tasks
 
+SCRIPTED_TASKS = "click-test,enter-text"
+LLM_TASKS = "click-test,click-button,enter-text,login-user"
 
-def bench_episodes(episodes: int, workers: int, backend: str) -> tuple[float, int, float]:
-    """(wall seconds, successes, episodes per minute) for `episodes` scripted episodes."""
-    seeds = list(range(max(1, episodes // 2)))
-    tasks = resolve_tasks("miniwob", "click-test,enter-text", seeds)[:episodes]
+
+def _tasks(names: str, episodes: int) -> list[Task]:
+    per_seed = len(names.split(","))
+    seeds = list(range(max(1, -(-episodes // per_seed))))
+    return resolve_tasks("miniwob", names, seeds)[:episodes]
+
+
+def _outcome(t: Trajectory) -> tuple:
+    return (t.task.key, t.end, t.verdict.reward, [s.action_str for s in t.steps])
+
+
+def run_row(
+    tasks: list[Task], factory: PolicyFactory, workers: int, backend: str
+) -> tuple[float, list[Trajectory]]:
     started = time.monotonic()
-    out = run_episodes_parallel(
+    out = run_tasks_parallel(
         tasks,
-        policy_factory=AgentFactory(load_settings(), policy="scripted"),
-        env_config=BrowserEnvConfig(screenshots=False),
-        harness_config=HarnessConfig(max_steps=4),
-        workers=workers,
-        backend=backend,  # type: ignore[arg-type]
+        policy_factory=factory,
+        env_config=BrowserSettings(screenshots=False),
+        harness_config=HarnessConfig(max_steps=5),
+        pool=PoolConfig(workers=workers, backend=backend),  # type: ignore[arg-type]
     )
-    wall = time.monotonic() - started
-    return wall, sum(1 for t in out if (t.verdict.reward or 0) > 0), 60 * len(out) / wall
+    return time.monotonic() - started, out
 
 
-def bench_main_job(config: Path) -> float:
-    from rich.console import Console
-
-    from awm.pipeline.ablation import load_ablation, run_ablation
-
-    plan = load_ablation(config)
-    plan.settings.llm.cache = False  # a fresh machine's first run, not a replay
-    with tempfile.TemporaryDirectory(prefix="awm-bench-") as folder:
-        started = time.monotonic()
-        report, _ = run_ablation(plan, Path(folder), console=Console(), show_progress=False)
-        wall = time.monotonic() - started
-    for arm in report.arms:
+def print_rows(title: str, tasks: list[Task], rows: list[tuple[str, int, PolicyFactory]]) -> None:
+    print(f"\n{title}: {len(tasks)} episodes")
+    print(
+        f"{'backend':<8} {'workers':>7} {'wall s':>8} {'solved':>7} {'episodes/min':>13} {'speed-up':>9} {'same episodes':>14}"
+    )
+    base_rate, base_out = None, None
+    for backend, workers, factory in rows:
+        wall, out = run_row(tasks, factory, workers, backend)
+        rate = 60 * len(out) / wall
+        base_rate = base_rate or rate
+        same = "-" if base_out is None else ("yes" if [_outcome(t) for t in out] == base_out else "NO")
+        base_out = base_out or [_outcome(t) for t in out]
+        solved = sum(is_success(t) for t in out)
         print(
-            f"  {arm.name:<10} {arm.successes}/{arm.episodes} solved, {arm.seconds_per_task or 0:.1f} s/task"
+            f"{backend:<8} {workers:>7} {wall:>8.1f} {solved:>7} {rate:>13.1f} {rate / base_rate:>8.2f}x {same:>14}"
         )
-    return wall
+
+
+def llm_factory(settings: Settings) -> PolicyFactory:
+    """The local model behind one warm two-slot server, shared by every row (start-up not timed)."""
+    from awm.llm.base import ChatRequest
+    from awm.pipeline.policy import client_for_url
+
+    factory = PolicyFactory(settings, "llm").for_workers()
+    if not factory.shared_base_url:
+        raise SystemExit("the local-model rows need the embedded backend (llm.backend = local)")
+    client_for_url(settings, factory.shared_base_url).chat(
+        ChatRequest(messages=[{"role": "user", "content": "Say OK."}], max_tokens=2)
+    )
+    return factory
 
 
 def main() -> None:
@@ -67,25 +92,33 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--episodes", type=int, default=8)
-    parser.add_argument("--no-ray", action="store_true", help="Skip the Ray row.")
-    parser.add_argument("--main-job", action="store_true", help="Also time the main job (local model).")
-    parser.add_argument("--config", type=Path, default=PROJECT_ROOT / "configs" / "miniwob-demo.toml")
+    parser.add_argument("--ray", action="store_true", help="Add a Ray row with 2 workers (scripted).")
+    parser.add_argument("--no-llm", action="store_true", help="Skip the local-model rows.")
     args = parser.parse_args()
     configure_runtime_env()
-    rows = [("local", 1), ("local", 2)]
-    if not args.no_ray and importlib.util.find_spec("ray") is not None:
-        rows.append(("ray", 2))
-    print(f"{args.episodes} scripted MiniWoB episodes (click-test, enter-text), start-up included")
-    print(f"{'backend':<8} {'workers':>7} {'wall s':>8} {'solved':>7} {'episodes/min':>13} {'speed-up':>9}")
-    base = None
-    for backend, workers in rows:
-        wall, solved, rate = bench_episodes(args.episodes, workers, backend)
-        base = base or rate
-        print(f"{backend:<8} {workers:>7} {wall:>8.1f} {solved:>7} {rate:>13.1f} {rate / base:>8.2f}x")
-    if args.main_job:
-        print(f"main job: awm ablate {args.config} (response cache off)")
-        wall = bench_main_job(args.config)
-        print(f"main job wall time: {wall:.0f} s ({wall / 60:.1f} min; target at most 20 min)")
+    scripted = PolicyFactory(load_settings(), "scripted")
+    rows = [("local", 1, scripted), ("local", 2, scripted)]
+    if args.ray and importlib.util.find_spec("ray") is not None:
+        rows.append(("ray", 2, scripted))
+    print_rows(f"scripted policy ({SCRIPTED_TASKS})", _tasks(SCRIPTED_TASKS, args.episodes), rows)
+    if not args.no_llm:
+        settings = load_settings(
+            overrides={
+                "llm": {
+                    "backend": "local",
+                    "cache": False,
+                    "temperature": 0.0,
+                    "max_tokens": 96,
+                    "local_slots": 2,
+                }
+            }
+        )
+        factory = llm_factory(settings)
+        print_rows(
+            f"local model ({LLM_TASKS}; one warm 2-slot llama.cpp server, cache off)",
+            _tasks(LLM_TASKS, args.episodes),
+            [("local", 1, factory), ("local", 2, factory)],
+        )
 
 
 if __name__ == "__main__":

@@ -9,7 +9,7 @@ import pytest
 
 from awm.config import load_settings
 from awm.errors import DataError
-from awm.evaluation import audit, judge_many, judge_trajectory, parse_judge_answer, verdict_from_reward
+from awm.evaluation import audit, judge_trajectory, parse_judge_answer, verdict_from_reward
 from awm.evaluation.judge import judge_messages
 from awm.evaluation.success import ground_truth_success, verdict_passes
 from awm.llm.factory import make_client
@@ -177,28 +177,6 @@ def test_judge_vision_sends_the_screenshot_as_a_data_url() -> None:
     assert isinstance(text_body["messages"][-1]["content"], str)
     sent = vision_body["messages"][-1]["content"]
     assert sent[1]["image_url"]["url"] == url
-
-
-def test_judge_many_keeps_order_rewards_and_calls_back() -> None:
-    trajectories = [make_trajectory("a", reward=1.0), make_trajectory("b", reward=0.0), make_trajectory("c")]
-    replies = [
-        Reply(text='{"success": true, "reason": "r1"}'),
-        Reply(text='{"success": false, "reason": "r2"}'),
-        Reply(text="nonsense"),
-    ]
-    seen: list[tuple[str, str | None]] = []
-    with StubLLMServer(replies) as stub:
-        verdicts = judge_many(
-            stub_client(stub),
-            trajectories,
-            on_verdict=lambda t, v: seen.append((t.trajectory_id, v.judge)),
-            show_progress=False,
-        )
-    assert [(v.reward, v.judge) for v in verdicts] == [(1.0, "success"), (0.0, "failure"), (None, "unknown")]
-    assert seen == [("a", "success"), ("b", "failure"), ("c", "unknown")]
-
-
-# --- audit --------------------------------------------------------------------------------------
 
 
 def test_audit_counts_by_hand() -> None:

@@ -119,13 +119,13 @@ def test_garbage_answer_is_rejected_and_the_store_does_not_change(tmp_path: Path
         first = induce_into_store(
             store,
             "miniwob/login-user",
-            _logins(),
+            _logins()[:2],  # other inputs than below: the same induction again would be "already committed"
             mode="neural",
             admission="gt",
             client=_client(stub),
             counter=CharEstimateCounter(),
         )
-    assert first.new_version is not None and first.new_version.version == 1
+    assert first.commit.version is not None and first.commit.version.version == 1
     before = store.head("miniwob/login-user")
     for garbage in ("I am sorry, I cannot do that.", "## broken\nclick(\nfill('[textbox] A'", ""):
         with StubLLMServer([Reply(text=garbage)]) as stub:

@@ -40,14 +40,21 @@ def test_rule_induction_commits_once_then_reports_no_change(tmp_path: Path):
     store = WorkflowStore(tmp_path / "m.sqlite")
     trajectories = load_inputs(FIXTURES, scope=SCOPE)
     first = induce_into_store(store, SCOPE, trajectories, mode="rule", admission="gt")
-    assert first.new_version is not None and first.new_version.author == "rule"
+    assert first.commit.version is not None and first.commit.version.author == "rule"
+    assert first.commit.changed and not first.commit.already_committed
     assert first.admitted_ids == ["login-s1", "login-s2", "login-s3"]
     assert first.report.out_of_scope == ["click-s1"]
     assert "login-s4" in first.report.rejected
-    assert first.diff.added == [first.candidates[0].name]
+    assert first.commit.diff.added == [first.candidates[0].name]
+    # the same induction again is found by its commit message: nothing induced, nothing committed
     again = induce_into_store(store, SCOPE, trajectories, mode="rule", admission="gt")
-    assert again.new_version is None and again.diff is None
-    assert store.head(SCOPE).version == 1
+    assert again.commit.already_committed and again.commit.version.version == 1
+    assert again.candidates == [] and not again.commit.changed
+    # other inputs that teach nothing new: merged, unchanged, and no version for it
+    subset = induce_into_store(store, SCOPE, trajectories[1:3], mode="rule", admission="gt")
+    assert not subset.commit.already_committed and not subset.commit.changed
+    assert subset.commit.version is None and subset.commit.diff is None
+    assert [v.version for v in store.log(SCOPE)] == [1]
 
 
 def test_new_trajectory_updates_provenance_in_a_new_version(tmp_path: Path):
@@ -81,7 +88,9 @@ def test_dry_run_shows_a_diff_and_commits_nothing(tmp_path: Path):
     result = induce_into_store(
         store, SCOPE, load_inputs(FIXTURES, scope=SCOPE), mode="rule", admission="gt", dry_run=True
     )
-    assert result.new_version is None and result.diff is not None and len(result.diff.added) == 1
+    assert result.commit.version is None and result.commit.changed
+    assert result.commit.diff is not None and len(result.commit.diff.added) == 1
+    assert (result.commit.diff.a, result.commit.diff.b) == (0, 1)
     assert store.head(SCOPE) is None
 
 
@@ -198,7 +207,7 @@ def test_code_in_a_trajectory_is_stored_and_induced_as_plain_text(tmp_path: Path
             counter=CharEstimateCounter(),
         )
         assert code in stub.requests[0].body["messages"][1]["content"]
-    assert result.new_version is not None
+    assert result.commit.version is not None
     assert store.head("s").workflows[-1].steps[0].value == code
     assert not marker.exists()
 
@@ -227,7 +236,7 @@ def test_cli_rule_induction_prints_version_and_diff_then_no_change(tmp_path: Pat
     assert "+ fill Username, fill Password, click Login" in result.output
     assert "fill('[textbox] Username', '{username}')" in result.output
     again = runner.invoke(_app(), args)
-    assert again.exit_code == 0 and "no change" in again.output
+    assert again.exit_code == 0 and "no change: these inputs were committed before" in again.output
     assert WorkflowStore(db).head(SCOPE).version == 1
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from awm.config import Settings, load_settings
 from awm.llm.base import ChatRequest, ChatResult, Usage
-from awm.llm.cache import ResponseCache
+from awm.llm.cache import ResponseCache, response_key
 from awm.llm.factory import make_client
 from awm.llm.usage import UsageMeter
 from tests.stub_llm_server import Reply, StubLLMServer
@@ -69,6 +69,26 @@ def test_cache_key_separates_models_and_requests_and_can_be_disabled(tmp_path: P
             ChatRequest(messages=HI)
         )
         assert len(stub.requests) == 4
+
+
+def test_same_model_name_on_two_servers_never_shares_an_answer(tmp_path: Path) -> None:
+    with StubLLMServer(default=Reply(text="from a")) as a, StubLLMServer(default=Reply(text="from b")) as b:
+        assert a.base_url != b.base_url
+        first = make_client(cached_settings(tmp_path, a.base_url, "same-name")).chat(ChatRequest(messages=HI))
+        other = make_client(cached_settings(tmp_path, b.base_url, "same-name")).chat(ChatRequest(messages=HI))
+        assert (first.text, other.text, other.cached) == ("from a", "from b", False)
+        again = make_client(cached_settings(tmp_path, b.base_url, "same-name")).chat(ChatRequest(messages=HI))
+        assert (again.text, again.cached) == ("from b", True)  # same backend, URL, model and request
+        assert (len(a.requests), len(b.requests)) == (1, 1)
+
+
+def test_response_key_ignores_a_trailing_slash_and_tells_servers_and_backends_apart() -> None:
+    request = ChatRequest(messages=HI)
+    key = response_key(request, backend="openai", base_url="http://h:1/v1", model="m")
+    assert key == response_key(request, backend="openai", base_url="http://h:1/v1/", model="m")
+    assert key != response_key(request, backend="openai", base_url="http://h:2/v1", model="m")
+    assert key != response_key(request, backend="vllm", base_url="http://h:1/v1", model="m")
+    assert response_key(request, backend="local", base_url="", model="m") != key
 
 
 def test_failed_calls_are_not_cached(tmp_path: Path) -> None:

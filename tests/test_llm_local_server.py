@@ -11,7 +11,7 @@ from awm.config import load_settings
 from awm.errors import LLMError
 from awm.llm import local_server
 from awm.llm.base import ChatRequest, ChatResult
-from awm.llm.cache import ResponseCache
+from awm.llm.cache import ResponseCache, response_key
 from awm.llm.factory import make_client
 
 HI = [{"role": "user", "content": "hi"}]
@@ -29,7 +29,7 @@ def test_cache_hits_never_start_the_server(tmp_path: Path) -> None:
     settings = fake_model_settings(tmp_path)
     client = make_client(settings)
     assert (client.backend, client.model) == ("local", "fake-model")
-    key = ChatRequest(messages=HI).cache_key("local", "fake-model")
+    key = response_key(ChatRequest(messages=HI), backend="local", base_url="", model="fake-model")
     ResponseCache(settings.cache_db).put(
         key, ChatResult(text="from disk", backend="local", model="fake-model")
     )

@@ -60,7 +60,7 @@ def test_import_log_show_diff_rollback_export(files: Path):
     ]
     assert set(log[0]) >= {"version", "parent", "author", "created_at", "n_workflows"}
 
-    shown = json.loads(cli("show", "mind2web/shop", "--format", "json", db=db).output)
+    shown = json.loads(cli("show", "mind2web/shop", "--json", db=db).output)
     assert shown["scope"] == "mind2web/shop" and shown["version"] == 2
     assert [w["name"] for w in shown["workflows"]] == ["search_site", "open_cart"]
     assert shown["workflows"][0]["parameters"] == ["query"]
@@ -125,7 +125,19 @@ def test_subprocess_errors_exit_2_with_one_line(files: Path):
     assert ok.returncode == 0 and "version 1" in ok.stdout
 
 
+def test_without_db_every_command_uses_awm_memory_db(files: Path, monkeypatch: pytest.MonkeyPatch):
+    """Import writes, and the readers read, the store AWM_MEMORY_DB names when --db is not given."""
+    db = files / "env" / "memory.sqlite"
+    monkeypatch.setenv("AWM_MEMORY_DB", str(db))
+    assert runner.invoke(app, ["import", str(files / "v1.txt"), "--scope", "mind2web/shop"]).exit_code == 0
+    with WorkflowStore(db) as store:
+        assert store.head_version("mind2web/shop") == 1
+    assert "mind2web/shop\tversion 1" in runner.invoke(app, ["scopes"]).output
+    assert json.loads(runner.invoke(app, ["show", "mind2web/shop", "--json"]).output)["version"] == 1
+
+
 def test_every_command_help_has_an_example():
     for command in ("scopes", "log", "show", "diff", "rollback", "export", "import"):
         result = runner.invoke(app, [command, "--help"])
         assert result.exit_code == 0 and "Example: awm memory" in result.output, command
+        assert "--db" in result.output, command

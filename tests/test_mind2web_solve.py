@@ -12,16 +12,17 @@ from typer.testing import CliRunner
 from awm.config import load_settings
 from awm.llm.factory import make_client
 from awm.memory.store import WorkflowStore
+from awm.memory.view import MemoryView
 from awm.memory.workflow import Workflow, WorkflowStep
 from awm.mind2web.data import iter_records, step_key
-from awm.mind2web.memory import train_trajectory
+from awm.mind2web.memory import train_source, train_trajectory
 from awm.mind2web.metrics import score
 from awm.mind2web.prompt import build_step_prompt, pick_exemplar_steps, sample_exemplars, system_prompt
 from awm.mind2web.ranking import MindActRanker, MindActScores
-from awm.mind2web.run_cli import RunOptions, register_run, run_mind2web
-from awm.mind2web.solve import MemoryContext, predictions_for, solve_task
+from awm.mind2web.solve import predictions_for, solve_task
+from awm.pipeline.mind2web_run import RunOptions, register_run, run_mind2web
 from awm.tokens import CharEstimateCounter
-from awm.trajectory import TargetDesc, load_trajectory
+from awm.trajectory import TargetDesc, load_trajectory, save_trajectory
 from tests.stub_llm_server import Reply, StubLLMServer
 
 FIXTURES = Path(__file__).parent / "fixtures" / "mind2web"
@@ -151,7 +152,7 @@ def test_solve_with_stub_gives_expected_predictions_and_scores(records) -> None:
             counter=COUNTER,
             context_window=4096,
             top_k=5,
-            memory=MemoryContext(scope="mind2web/amazon", version=3, workflows=[workflow("search")]),
+            memory=MemoryView(scope="mind2web/amazon", version=3, workflows=(workflow("search"),)),
         )
         bodies = [r.body for r in stub.requests]
     assert len(bodies) == 4
@@ -266,7 +267,7 @@ def test_run_resumes_without_model_calls_or_duplicates(tmp_path: Path, records) 
         run_mind2web(options.model_copy(update={"top_k": 2}), out, client=stub_client(stub), counter=COUNTER)
 
 
-def test_online_memory_commits_one_version_per_task_in_order(tmp_path: Path, records) -> None:
+def test_online_memory_commits_a_version_only_when_a_task_changes_it(tmp_path: Path, records) -> None:
     out = tmp_path / "online"
     options = RunOptions(
         data=str(FIXTURES),
@@ -276,34 +277,55 @@ def test_online_memory_commits_one_version_per_task_in_order(tmp_path: Path, rec
         scores=str(write_scores(tmp_path, records)),
         context_window=8192,
     )
-    answers = [gold_answer(a) for r in records for a in r.actions]
+    # gold answers, except the second amazon task: answered with no action, it teaches nothing
+    second_amazon = records[3]
+    assert second_amazon.website == "amazon" and records[2].website == "amazon"
+    answers = ["I am not sure." if r is second_amazon else gold_answer(a) for r in records for a in r.actions]
     with StubLLMServer([Reply(text=a) for a in answers]) as stub:
         summary = run_mind2web(options, out, client=stub_client(stub), counter=COUNTER)
         amazon_second = stub.requests[
             len(records[0].actions) + len(records[1].actions) + len(records[2].actions)
         ]
-    by_site: dict[str, list[str]] = {}
-    for r in records:
-        by_site.setdefault(r.website, []).append(r.annotation_id)
+    # each task saw its scope's head when it started; a version is committed only where memory changed
+    expected = {  # annotation id -> (seen, committed)
+        records[0].annotation_id: (None, 1),  # united
+        records[1].annotation_id: (None, 1),  # delta
+        records[2].annotation_id: (None, 1),  # amazon
+        records[3].annotation_id: (1, None),  # amazon: nothing new, no version
+        records[4].annotation_id: (1, 2),  # united
+    }
+    for task_id, (seen, committed) in expected.items():
+        row = summary.memory_versions[task_id]
+        assert (row["seen"], row["committed"]) == (seen, committed), task_id
+        saved = load_trajectory(out / "tasks" / f"{task_id}.json")
+        assert saved.memory_version == seen and saved.meta["memory_committed"] == committed
+        assert saved.meta["induction"]["version"] == (committed or seen)
     with WorkflowStore(out / "memory.sqlite") as store:
-        for site, task_ids in by_site.items():
-            log = store.log(f"mind2web/{site}")
-            assert [v.version for v in log] == list(range(1, len(task_ids) + 1)), site
-            for n, task_id in enumerate(task_ids):
-                seen = summary.memory_versions[task_id]
-                assert seen["seen"] == (None if n == 0 else n)  # the version committed after the task before
-                assert seen["committed"] == n + 1
-                saved = load_trajectory(out / "tasks" / f"{task_id}.json")
-                assert saved.memory_version == seen["seen"] and saved.meta["memory_committed"] == n + 1
+        logs = {
+            site: [v.version for v in store.log(f"mind2web/{site}")] for site in ("united", "delta", "amazon")
+        }
+        assert logs == {"united": [1, 2], "delta": [1], "amazon": [1]}
+        assert store.log("mind2web/amazon")[0].message.startswith(
+            f"online after task {records[2].annotation_id}"
+        )
         assert store.head("mind2web/amazon").workflows  # induced from the agent's own answers
     # the second amazon task saw the workflow induced from the first
     assert "## Workflows" in amazon_second.body["messages"][0]["content"]
-    # resuming commits nothing more
+    # resuming commits nothing more; a task whose commit happened but was not recorded (a crash in
+    # between) finds its version by the commit message instead of committing again
+    last = out / "tasks" / f"{records[4].annotation_id}.json"
+    crashed = load_trajectory(last)
+    for key in ("induction", "memory_committed"):
+        crashed.meta.pop(key)
+    save_trajectory(crashed, last)
     with StubLLMServer() as stub:
-        run_mind2web(options, out, client=stub_client(stub), counter=COUNTER)
+        again = run_mind2web(options, out, client=stub_client(stub), counter=COUNTER)
         assert stub.requests == []
+    assert again.memory_versions[records[4].annotation_id]["committed"] == 2
+    assert load_trajectory(last).meta["memory_committed"] == 2
     with WorkflowStore(out / "memory.sqlite") as store:
-        assert store.head_version("mind2web/amazon") == len(by_site["amazon"])
+        assert store.head_version("mind2web/united") == 2 and len(store.log("mind2web/united")) == 2
+        assert store.head_version("mind2web/amazon") == 1
 
 
 def test_offline_memory_from_train_and_cli_summary(tmp_path: Path, records, monkeypatch) -> None:
@@ -383,3 +405,15 @@ def test_real_model_end_to_end_with_memory(tmp_path: Path, records, local_llm) -
         assert saved.memory_version is not None and saved.workflows_used
         assert all(s.outcome in ("ok", "parse_error") and s.model_output for s in saved.steps)
     assert 0.0 <= summary.macro["step_success_rate"] <= 100.0
+
+
+def test_train_source_prefers_the_website_then_its_subdomain_then_its_domain(train, records) -> None:
+    source, own = train_source("united", records, train)
+    assert source == "website:united" and {r.website for r in own} == {"united"}
+    jetblue = records[0].model_copy(update={"website": "jetblue"})  # an unseen airline (test_website)
+    source, same = train_source("jetblue", [jetblue], train)
+    assert source == "subdomain:Airlines" and {r.website for r in same} == {"united", "delta"}
+    shop = records[2].model_copy(update={"website": "ebay", "subdomain": ""})
+    source, same = train_source("ebay", [shop], train)
+    assert source == "domain:Shopping" and {r.website for r in same} == {"amazon"}
+    assert train_source("nowhere", records, train) == ("none", [])

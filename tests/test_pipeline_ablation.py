@@ -7,15 +7,21 @@ import json
 import math
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from awm.errors import ConfigError
+from awm.evaluation.success import SUCCESS_RULE
 from awm.pipeline.ablation import arm_dir, budget_match, load_ablation, run_ablation
 from awm.pipeline.report import (
+    CI_TASK_BOOTSTRAP,
+    CI_WILSON,
     PLOT_STREAM,
     PLOT_SUCCESS_PER_TASK,
     PLOT_TOKENS,
+    REPLAY_WARNING,
+    AblationReport,
     ArmRun,
     arm_stats,
     bootstrap_mean_ci,
@@ -38,7 +44,14 @@ def _wilson_by_hand(k: int, n: int) -> tuple[float, float]:
 
 
 def _traj(
-    key_seed: int, *, reward: float, end: str, steps: int = 1, tokens: int = 100, error: str = ""
+    key_seed: int,
+    *,
+    reward: float,
+    end: str,
+    steps: int = 1,
+    tokens: int = 100,
+    error: str = "",
+    raw_reward: float | None = None,
 ) -> Trajectory:
     outcome = end if end in ("env_error", "llm_error") else "ok"
     return Trajectory(
@@ -60,9 +73,20 @@ def _traj(
             for i in range(steps)
         ],
         end=end,
-        verdict=Verdict(reward=reward),
+        verdict=Verdict(reward=reward, raw_reward=raw_reward),
         seconds=2.0,
     )
+
+
+def _run(arm: str, repeat: int, solved: dict[int, bool]) -> ArmRun:
+    """One repeat of `arm` over the tasks (seeds) in `solved`, each solved or not."""
+    trajectories = [_traj(seed, reward=float(ok), end="done") for seed, ok in solved.items()]
+    return ArmRun(arm=arm, repeat=repeat, run_dir=f"{arm}{repeat}", trajectories=trajectories)
+
+
+def _report(runs: list[ArmRun], repeats: int, **kwargs: Any) -> AblationReport:
+    common = {"name": "x", "config_path": "c", "config_hash": "h", "base": {}, "model": "m", "backend": "b"}
+    return build_report(runs, repeats=repeats, **common, **kwargs)
 
 
 # --- statistics -------------------------------------------------------------------------------------
@@ -142,6 +166,76 @@ def test_paired_comparison_pairs_by_task_and_repeat() -> None:
     assert (c.pairs, c.b_wins, c.a_wins, c.ties) == (4, 2, 0, 2)
     assert c.mean_success_diff == pytest.approx(0.5)
     assert c.sign_test_p == pytest.approx(0.5)  # 2 wins, 0 losses: 2 * (1/4)
+
+
+def test_with_repeats_the_task_is_the_unit_of_the_interval() -> None:
+    # 4 tasks x 3 repeats: tasks 0 and 1 always solved, task 2 once, task 3 never.
+    pattern = {0: [1, 1, 1], 1: [1, 1, 1], 2: [1, 0, 0], 3: [0, 0, 0]}
+    runs = [_run("off", rep + 1, {seed: bool(v[rep]) for seed, v in pattern.items()}) for rep in range(3)]
+    stats = arm_stats("off", runs)
+    assert (stats.tasks, stats.episodes, stats.successes, stats.ci_method) == (4, 12, 7, CI_TASK_BOOTSTRAP)
+    assert stats.success_rate == pytest.approx(7 / 12)
+    assert stats.ci95 == bootstrap_mean_ci([1.0, 1.0, 1 / 3, 0.0])  # resampling the 4 tasks, seeded
+    pooled = wilson_interval(7, 12)  # 12 "independent" episodes: narrower than 4 tasks allow
+    assert stats.ci95[1] - stats.ci95[0] > pooled[1] - pooled[0]
+    one = arm_stats("off", runs[:1])
+    assert (one.ci_method, one.ci95) == (CI_WILSON, wilson_interval(3, 4))
+    md = render_markdown(_report(runs, 3))
+    assert "bootstrap" in md and "over tasks" in md and "Wilson" not in md
+
+
+def test_paired_comparison_with_repeats_compares_per_task_means() -> None:
+    # A solves task 0 in both repeats, task 1 in one; B solves task 1 in both, task 2 in one; task 3 only A ran.
+    a = [_run("off", 1, {0: True, 1: True, 2: False, 3: True}), _run("off", 2, {0: True, 1: False, 2: False})]
+    b = [_run("online", 1, {0: True, 1: True, 2: True}), _run("online", 2, {0: True, 1: True, 2: False})]
+    rows = [row for run in a + b for row in episode_rows(run)]
+    c = compare("off", "online", rows)
+    diffs = [0.0, 0.5, 0.5]  # task 0 tie; tasks 1 and 2 B better by half a success
+    assert (c.pairs, c.b_wins, c.a_wins, c.ties, c.unpaired) == (3, 2, 0, 1, 1)
+    assert c.mean_success_diff == pytest.approx(sum(diffs) / 3)
+    assert c.ci95 == bootstrap_mean_ci(diffs)  # resamples the 3 tasks, not 6 (task, repeat) pairs
+    assert c.sign_test_p == pytest.approx(sign_test_p(2, 0))
+    assert c.mean_steps_diff == pytest.approx(0.0)
+
+
+def test_success_is_the_full_reward_rule_and_is_stated() -> None:
+    partial = _traj(0, reward=1.0, raw_reward=0.5, end="done")  # BrowserGym's reward counts partial credit
+    full = _traj(1, reward=1.0, raw_reward=1.0, end="done")
+    run = ArmRun(arm="off", repeat=1, run_dir="x", trajectories=[partial, full])
+    assert [r.success for r in episode_rows(run)] == [False, True]
+    report = _report([run], 1)
+    assert report.success_rule == SUCCESS_RULE and SUCCESS_RULE in render_markdown(report)
+
+
+def test_replayed_repeats_are_warned_about() -> None:
+    runs = [_run("off", rep, {0: True, 1: False}) for rep in (1, 2)]
+    report = _report(runs, 2, temperature=0.0, cache=True)
+    assert report.warnings == [REPLAY_WARNING]
+    assert REPLAY_WARNING in render_markdown(report)
+    assert json.loads(report.model_dump_json())["warnings"] == [REPLAY_WARNING]
+    for kwargs in ({"temperature": 0.7, "cache": True}, {"temperature": 0.0, "cache": False}, {}):
+        assert _report(runs, 2, **kwargs).warnings == []
+    assert _report(runs[:1], 1, temperature=0.0, cache=True).warnings == []  # one repeat replays nothing
+
+
+def test_provenance_is_carried_and_summarised() -> None:
+    provenance = {
+        "commit": "a" * 40,
+        "dirty": True,
+        "command": ["awm", "ablate", "my config.toml"],
+        "command_line": "awm ablate 'my config.toml'",
+        "python": "3.11.9",
+        "platform": "Linux",
+        "packages": {"Jinja2": "3.1", "playwright": "1.50.0", "pydantic": "2.10.0"},
+    }
+    report = _report([_run("off", 1, {0: True})], 1, provenance=provenance)
+    assert json.loads(report.model_dump_json())["provenance"] == provenance
+    md = render_markdown(report)
+    assert f"commit `{'a' * 40}`, dirty" in md
+    assert "awm ablate 'my config.toml'" in md
+    assert "3 installed" in md and "playwright 1.50.0" in md and "pydantic 2.10.0" in md
+    assert "provenance.json" in md
+    assert "not recorded" in render_markdown(_report([_run("off", 1, {0: True})], 1))
 
 
 def test_budget_match_scales_steps_within_floor_and_cap() -> None:

@@ -4,6 +4,7 @@ clear sentence and exit code 2."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import textwrap
@@ -12,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from awm.config import load_settings
+from awm.config import BrowserSettings, load_settings
+from awm.memory.view import MemoryView
+from awm.pipeline.parallel import AllJobs, EpisodeJob, PoolConfig, job_for, run_jobs, run_tasks_parallel
+from awm.pipeline.policy import PolicyFactory
 from awm.trajectory import Task, Trajectory
-from awm.webarena.env import BrowserEnvConfig
 from awm.webarena.harness import Decision, DecisionContext, HarnessConfig
-from awm.webarena.runner import AgentFactory
 from awm.webarena.tasks import resolve_tasks
 
 REPO = Path(__file__).resolve().parent.parent
@@ -26,21 +28,22 @@ class SleepingPolicy:
     """Never answers in time: a stand-in for a model call or a page that hangs for good."""
 
     name = "sleeping"
+    memory = None
 
     def decide(self, ctx: DecisionContext) -> Decision:
         time.sleep(3600)
         return Decision(text="noop()")
 
 
-class HangOn:
+class HangOn(PolicyFactory):
     """The scripted MiniWoB policy, except that the episode of one task key hangs (picklable)."""
 
     def __init__(self, hang_key: str) -> None:
+        super().__init__(load_settings(), "scripted")
         self.hang_key = hang_key
-        self.scripted = AgentFactory(load_settings(), policy="scripted")
 
-    def __call__(self, task: Task):
-        return SleepingPolicy() if task.key == self.hang_key else self.scripted(task)
+    def __call__(self, task: Task, view: MemoryView | None):
+        return SleepingPolicy() if task.key == self.hang_key else super().__call__(task, view)
 
 
 def _outcome(t: Trajectory) -> tuple:
@@ -54,40 +57,42 @@ def _outcome(t: Trajectory) -> tuple:
     )
 
 
-def _env() -> BrowserEnvConfig:
-    return BrowserEnvConfig(screenshots=False)
+def _env() -> BrowserSettings:
+    return BrowserSettings(screenshots=False)
 
 
 @pytest.mark.browser
 def test_two_local_workers_give_the_same_episodes_as_one_in_task_order() -> None:
-    from awm.pipeline.parallel import run_episodes_parallel
-
     tasks = resolve_tasks("miniwob", "enter-text,click-test", [0, 1])
-    factory = AgentFactory(load_settings(), policy="scripted")
+    factory = PolicyFactory(load_settings(), "scripted")
     common = dict(policy_factory=factory, env_config=_env(), harness_config=HarnessConfig(max_steps=4))
     seen: list[int] = []
-    one = run_episodes_parallel(tasks, workers=1, **common)
-    two = run_episodes_parallel(tasks, workers=2, on_result=lambda i, _t, _s: seen.append(i), **common)
-    assert [t.task.key for t in two] == [t.key for t in tasks]
-    assert [_outcome(t) for t in two] == [_outcome(t) for t in one]
+    one = run_tasks_parallel(tasks, **common)
+    two: dict[int, Trajectory] = {}
+
+    def keep(job: EpisodeJob, trajectory: Trajectory, _shots: list) -> None:
+        seen.append(job.index)
+        two[job.index] = trajectory
+
+    run_jobs(AllJobs([job_for(i, t) for i, t in enumerate(tasks)]), pool=PoolConfig(workers=2), on_result=keep, **common)
+    assert [two[i].task.key for i in range(4)] == [t.key for t in tasks]
+    assert [_outcome(two[i]) for i in range(4)] == [_outcome(t) for t in one]
     assert all(t.verdict.reward == 1.0 for t in one)
     assert sorted(seen) == [0, 1, 2, 3]  # every episode reported to the driver once
+    assert len({two[i].meta["worker_pid"] for i in range(4)} - {os.getpid()}) == 2  # two other processes
 
 
 @pytest.mark.browser
 def test_a_hung_local_worker_is_killed_and_its_episode_is_an_env_error() -> None:
-    from awm.pipeline.parallel import run_episodes_parallel
-
     tasks = resolve_tasks("miniwob", "click-test", [0, 1, 2])
     started = time.monotonic()
-    out = run_episodes_parallel(
+    out = run_tasks_parallel(
         tasks,
         policy_factory=HangOn(tasks[0].key),
         env_config=_env(),
-        harness_config=HarnessConfig(max_steps=3),
-        workers=2,
-        episode_timeout_s=12,  # a click-test episode takes 2-6 s on a loaded 2-core machine
-        kill_grace_s=3,
+        # a click-test episode takes 2-6 s on a loaded 2-core machine
+        harness_config=HarnessConfig(max_steps=3, episode_timeout_s=12),
+        pool=PoolConfig(workers=2, kill_grace_s=3),
     )
     assert time.monotonic() - started < 90  # not the hour the policy sleeps
     hung, *rest = out
@@ -101,20 +106,15 @@ def test_a_hung_local_worker_is_killed_and_its_episode_is_an_env_error() -> None
 @pytest.mark.browser
 def test_ray_runs_episodes_in_task_order_and_cancels_a_hung_one() -> None:
     pytest.importorskip("ray")
-    from awm.pipeline.parallel import run_episodes_parallel
-
     tasks = resolve_tasks("miniwob", "click-test,enter-text", [0, 1]) + resolve_tasks(
         "miniwob", "click-button", [5]
     )
-    out = run_episodes_parallel(
+    out = run_tasks_parallel(
         tasks,
         policy_factory=HangOn(tasks[-1].key),
         env_config=_env(),
-        harness_config=HarnessConfig(max_steps=4),
-        workers=2,
-        backend="ray",
-        episode_timeout_s=15,
-        kill_grace_s=5,
+        harness_config=HarnessConfig(max_steps=4, episode_timeout_s=15),
+        pool=PoolConfig(workers=2, backend="ray", kill_grace_s=5),
     )
     assert [t.task.key for t in out] == [t.key for t in tasks]
     assert [(t.end, t.verdict.reward) for t in out[:4]] == [("done", 1.0)] * 4

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from awm.memory.store import WorkflowStore
-from awm.pipeline.online import resume
+from awm.pipeline.driver import resume
 
 ROOT = Path(__file__).resolve().parent.parent
 KEYS = [
@@ -113,11 +113,11 @@ def test_resume_after_a_commit_that_was_not_marked_done_commits_nothing_twice(tm
     """A kill between a commit and its state row, and between an episode's end and its state row."""
     from awm.config import load_settings
     from awm.pipeline.config import parse_pipeline_table
-    from awm.pipeline.online import run_online
+    from awm.pipeline.driver import run_arm
 
     config = parse_pipeline_table({"tasks": ["click-test"], "seeds": [0, 1], "policy": "scripted"})
     run_dir = tmp_path / "run"
-    first = run_online(config, load_settings(), run_dir, show_progress=False)
+    first = run_arm(config, load_settings(), run_dir, show_progress=False)
     assert first.ok, first.error
     with sqlite3.connect(run_dir / "run.sqlite") as conn:  # roll the state back as a kill would leave it
         conn.execute("UPDATE pipeline_state SET status = 'evaluated' WHERE task_key = ?", (KEYS[1],))

@@ -17,7 +17,8 @@ from awm.errors import ConfigError
 from awm.llm.usage import UsageMeter
 from awm.memory.store import WorkflowStore
 from awm.pipeline.config import load_pipeline_config, parse_pipeline_table
-from awm.pipeline.online import commit_points, run_pipeline
+from awm.pipeline.driver import run_arm
+from awm.pipeline.online import commit_points
 from awm.pipeline.stages import (
     Clients,
     PipelineStageError,
@@ -61,6 +62,9 @@ def test_config_loads_pipeline_table_and_settings(tmp_path: Path) -> None:
         ("[pipeline]\nname = 'x'\n", "'tasks'"),
         ('[pipeline]\ntasks = ["click-test"]\nadmission = "judge"\n', "admission 'judge' needs judge = true"),
         ('[pipeline]\ntasks = ["click-test"]\nmemory = "offline"\n', "offline_from"),
+        ('[pipeline]\ntasks = ["click-test"]\n[llm]\ntemprature = 0.5\n', "unknown key 'llm.temprature'"),
+        ('[pipeline]\ntasks = ["click-test"]\n[agent]\ngrammar = false\n', "unknown key 'agent.grammar'"),
+        ('[pipline]\ntasks = ["click-test"]\n', "unknown key 'pipline'"),
     ],
 )
 def test_config_errors_name_the_file_and_the_field(tmp_path: Path, body: str, field: str) -> None:
@@ -70,26 +74,28 @@ def test_config_errors_name_the_file_and_the_field(tmp_path: Path, body: str, fi
     assert str(cfg) in str(err.value) and field in str(err.value)
 
 
-def test_cli_prints_the_config_error_and_exits_2(tmp_path: Path) -> None:
-    cfg = _write(tmp_path / "bad.toml", '[pipeline]\ntasks = ["click-test"]\npolicy = "oracle"\n')
+@pytest.mark.parametrize(
+    ("command", "body", "named"),
+    [
+        (["pipeline", "online", "--config"], '[pipeline]\ntasks = ["click-test"]\npolicy = "oracle"\n', "'policy'"),
+        (["ablate"], '[pipeline]\ntasks = ["click-test"]\n[llm]\ntemprature = 0.5\n[[arm]]\nname = "off"\nmemory = "off"\n', "'llm.temprature'"),
+        (["ablate"], '[pipeline]\ntasks = ["click-test"]\n[[arm]]\nname = "off"\nmemroy = "off"\n', "'memroy'"),
+        (["run", "--tasks", "click-test", "--config"], '[llm]\ntemprature = 0.5\n', "'llm.temprature'"),
+    ],
+)
+def test_cli_prints_the_config_error_and_exits_2(
+    tmp_path: Path, command: list[str], body: str, named: str
+) -> None:
+    cfg = _write(tmp_path / "bad.toml", body)
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "awm.pipeline.commands",
-            "online",
-            "--config",
-            str(cfg),
-            "--out",
-            str(tmp_path / "r"),
-        ],
+        [sys.executable, "-m", "awm.cli", *command, str(cfg), "--out", str(tmp_path / "r")],
         capture_output=True,
         text=True,
         cwd=ROOT,
         timeout=120,
     )
     assert proc.returncode == 2, proc.stderr
-    assert str(cfg) in proc.stderr and "'policy'" in proc.stderr
+    assert str(cfg) in proc.stderr and named in proc.stderr
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "r").exists()
 
@@ -128,7 +134,7 @@ def test_commit_is_idempotent_by_message_and_skips_no_change(tmp_path: Path) -> 
     tools = _Tools(config=config, clients=None)
     admitted = admit_stage(_logins(), rule="gt")
     assert len(admitted.admitted) == 3 and list(admitted.rejected) == ["login-s4"]
-    candidates = induce_stage(admitted.admitted, mode="rule", ctx=tools)
+    candidates = induce_stage(admitted.admitted, mode="rule", ctx=tools).candidates
     assert candidates
     with WorkflowStore(tmp_path / "m.sqlite") as store:
         first = commit_stage(
@@ -149,7 +155,8 @@ def test_commit_is_idempotent_by_message_and_skips_no_change(tmp_path: Path) -> 
 def test_induce_returns_nothing_when_no_admitted_trajectory_acted() -> None:
     config = parse_pipeline_table({"tasks": ["login-user"]})
     empty = [t.model_copy(update={"steps": []}) for t in _logins()]
-    assert induce_stage(empty, mode="rule", ctx=_Tools(config=config, clients=None)) == []
+    outcome = induce_stage(empty, mode="rule", ctx=_Tools(config=config, clients=None))
+    assert outcome.candidates == [] and "no admitted trajectory with an executed step" in outcome.reason
 
 
 def _stub_settings(stub: StubLLMServer, tmp_path: Path) -> Any:
@@ -167,16 +174,27 @@ def _stub_settings(stub: StubLLMServer, tmp_path: Path) -> Any:
     )
 
 
-def test_neural_induction_of_garbage_fails_the_induce_stage(tmp_path: Path) -> None:
+def test_neural_induction_of_garbage_is_a_result_with_its_reason_not_a_failure(tmp_path: Path) -> None:
     with StubLLMServer(default=Reply(text="I like turtles. {not a workflow")) as stub:
         settings = _stub_settings(stub, tmp_path)
         config = parse_pipeline_table({"tasks": ["login-user"], "induction": "neural"})
         tools = _Tools(config=config, clients=Clients(settings, UsageMeter()))
-        with pytest.raises(PipelineStageError) as err:
-            induce_stage(_logins(), mode="neural", ctx=tools)
+        outcome = induce_stage(_logins(), mode="neural", ctx=tools)
+    assert outcome.candidates == []
+    assert outcome.reason.startswith("neural induction produced no usable workflow")
+    assert outcome.llm_calls >= 1 or stub.requests, "the model was asked"
+
+
+def test_an_unreachable_induction_model_fails_the_induce_stage(tmp_path: Path) -> None:
+    with StubLLMServer(default=Reply(text="unused")) as stub:
+        settings = _stub_settings(stub, tmp_path)
+    # the stub has stopped: its loopback port now refuses connections
+    config = parse_pipeline_table({"tasks": ["login-user"], "induction": "neural"})
+    tools = _Tools(config=config, clients=Clients(settings, UsageMeter()))
+    with pytest.raises(PipelineStageError) as err:
+        induce_stage(_logins(), mode="neural", ctx=tools)
     assert err.value.stage == "induce"
     assert str(err.value).startswith("stage 'induce' failed: ")
-    assert stub.requests, "the model was asked"
 
 
 # --- a failing stage stops the whole pipeline -----------------------------------------------------
@@ -196,7 +214,7 @@ def test_missing_offline_source_stops_before_any_episode(tmp_path: Path) -> None
             "policy": "scripted",
         }
     )
-    result = run_pipeline(config, load_settings(), tmp_path / "run", show_progress=False)
+    result = run_arm(config, load_settings(), tmp_path / "run", show_progress=False)
     assert result.failed_stage == "induce"
     assert str(tmp_path / "nope") in (result.error or "")
     assert result.trajectories == [] and _episodes(tmp_path / "run") == 0
@@ -223,8 +241,8 @@ def test_neural_garbage_in_offline_induction_stops_before_solving(tmp_path: Path
                 "policy": "scripted",
             }
         )
-        result = run_pipeline(config, settings, tmp_path / "run", show_progress=False)
-    assert result.failed_stage == "induce", result.error
+        result = run_arm(config, settings, tmp_path / "run", show_progress=False)
+    assert result.failed_stage == "induce", result.error  # an offline arm with nothing to freeze stops
     assert "neural induction produced no usable workflow" in (result.error or "")
     assert _episodes(tmp_path / "run") == 0  # nothing downstream ran
     assert result.usage["induction"].calls >= 1 and "actor" not in result.usage

@@ -79,9 +79,9 @@ def test_steps_are_visible_to_another_connection_as_they_happen(recorder: RunRec
         ("ep-0001", "running", "miniwob.click-button#0")
     ]
     for index in range(3):
-        step = make_step(index)
+        step = make_step(index).model_copy(update={"prompt_hash": f"hash{index}"})
         traj.steps.append(step)
-        recorder.record_step(traj, step, prompt_hash=f"hash{index}")
+        recorder.record_step(traj, step)
         rows = read_step_rows(recorder.run_dir, traj.trajectory_id)
         assert [r["idx"] for r in rows] == list(range(index + 1))
         assert rows[-1]["thought"] == step.thought

@@ -8,20 +8,21 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from awm.actions import action_grammar, parse_action
-from awm.config import Settings, load_settings
+from awm.actions import action_grammar, actions_offered, parse_action
+from awm.config import BrowserSettings, Settings, load_settings
 from awm.errors import ActionParseError, PromptTooLargeError
 from awm.llm.factory import make_client
 from awm.llm.openai_backend import OpenAICompatibleClient
-from awm.memory.retrieval import RetrievedMemory
+from awm.memory.view import MemoryView
 from awm.memory.workflow import Workflow, WorkflowStep
 from awm.tokens import CharEstimateCounter, count_messages
 from awm.trajectory import Step, TargetDesc, Task
 from awm.webarena import prompts
 from awm.webarena.agent import LLMAgent, prompt_hash, without_spent_choices
-from awm.webarena.env import BrowserEnvConfig, BrowserSession, PageState
+from awm.webarena.env import BrowserSession, PageState
 from awm.webarena.harness import DecisionContext, HarnessConfig, page_targets, run_episode
 from tests.stub_llm_server import Reply, StubLLMServer
 
@@ -95,7 +96,7 @@ def local_style_client(stub: StubLLMServer, settings: Settings) -> OpenAICompati
 def test_system_message_and_history_are_a_stable_prefix_across_steps() -> None:
     with StubLLMServer() as stub:
         settings = stub_settings(stub)
-        memory = RetrievedMemory(scope="miniwob/login-user", version=3, workflows=workflows())
+        memory = MemoryView(scope="miniwob/login-user", version=3, workflows=tuple(workflows()))
         agent = LLMAgent(make_client(settings), CharEstimateCounter(), settings=settings, memory=memory)
         s1 = past_step(0, "fill('11', 'kanesha')", "Page: textbox 'field 0' now 'kanesha'")
         s2 = past_step(1, "fill('12', 'x9')", "Page: textbox 'field 1' now 'x9'")
@@ -117,7 +118,7 @@ def test_system_message_and_history_are_a_stable_prefix_across_steps() -> None:
 
 
 def test_system_text_has_no_example_ids_a_page_could_have() -> None:
-    memory = RetrievedMemory(scope="s", version=1, workflows=workflows())
+    memory = MemoryView(scope="s", version=1, workflows=tuple(workflows()))
     text = prompts.system_text(prompts.action_names_for(TASK)) + "\n".join(
         prompts.memory_texts(memory.workflows)
     )
@@ -141,22 +142,34 @@ def test_request_fits_the_context_window_and_keeps_the_instructions() -> None:
     assert "cut to fit the context window" in request.messages[1]["content"]
 
 
-def test_memory_function_is_asked_once_per_goal_and_recorded() -> None:
-    calls: list[str] = []
+class CountingEmbedder:
+    """Two-dimensional vectors: texts that mention "log" point one way, the rest the other."""
 
-    def lookup(goal: str) -> RetrievedMemory:
-        calls.append(goal)
-        return RetrievedMemory(scope="miniwob/login-user", version=7, workflows=workflows()[:1])
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
 
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.calls.append(list(texts))
+        return np.array([[1.0, 0.0] if "log" in t.lower() else [0.0, 1.0] for t in texts], dtype=np.float32)
+
+
+def test_a_topk_view_is_narrowed_by_the_goal_once_and_each_decision_names_what_it_carried() -> None:
+    embedder = CountingEmbedder()
+    view = MemoryView(
+        scope="miniwob/login-user", version=7, workflows=tuple(reversed(workflows())), mode="topk", k=1
+    )
     with StubLLMServer([Reply(text="fill the name\nfill('11', 'kanesha')")] * 2) as stub:
         settings = stub_settings(stub)
-        agent = LLMAgent(make_client(settings), CharEstimateCounter(), settings=settings, memory=lookup)
+        agent = LLMAgent(
+            make_client(settings), CharEstimateCounter(), settings=settings, memory=view, embedder=embedder
+        )
         d1 = agent.decide(ctx(page(["11", "12", "13"]), []))
         d2 = agent.decide(ctx(page(["11", "12", "13"]), [past_step(0, "fill('11', 'kanesha')", "ok")]))
         sent = [r.body["messages"] for r in stub.requests]
-    assert calls == [GOAL]
-    assert d1.memory_version == d2.memory_version == 7
-    assert agent.memory_use.scope == "miniwob/login-user" and agent.memory_use.workflows == ["log_in"]
+    assert len(embedder.calls) == 2  # the view's workflows and the goal, embedded once per episode
+    assert d1.workflows == d2.workflows == ["log_in"]  # the most similar of two, not the view's first
+    assert "clear_field" not in sent[0][0]["content"] and "log_in" in sent[0][0]["content"]
+    assert agent.memory is view  # the view itself is never changed or replaced
     # The prompt hash is sha256 of the messages that were actually sent.
     assert (
         d1.prompt_hash
@@ -182,7 +195,7 @@ def test_grammar_is_sent_only_to_the_local_backend_and_kept_on_retry() -> None:
     expected = action_grammar(
         "browser",
         page_ids=p.ids,
-        names=prompts.MINIWOB_ACTIONS,
+        names=actions_offered("miniwob"),
         with_thought=True,
         ids_for=page_targets(p).ids_for,
     )
@@ -215,7 +228,7 @@ def test_local_grammar_lets_fill_reach_text_fields_only() -> None:
     assert "'11'" in fill_ids and "'12'" in fill_ids and "'13'" not in fill_ids
     assert "check ::=" not in grammar and "select-option ::=" not in grammar  # no checkbox, no dropdown
     assert 'click ::= "click(" bid ' in grammar and "bid ::= \"'11'\" | \"'12'\" | \"'13'\"" in grammar
-    assert old == action_grammar("browser", page_ids=p.ids, names=prompts.MINIWOB_ACTIONS, with_thought=True)
+    assert old == action_grammar("browser", page_ids=p.ids, names=actions_offered("miniwob"), with_thought=True)
 
 
 def test_spent_choices_are_not_offered_next_step() -> None:
@@ -287,7 +300,7 @@ def test_parse_error_is_fed_back_once_with_the_exact_error() -> None:
         task = Task(
             task_id="browsergym/miniwob.click-test", scope="miniwob/click-test", benchmark="miniwob", seed=0
         )
-        with BrowserSession(BrowserEnvConfig(screenshots=False)) as session:
+        with BrowserSession(BrowserSettings(screenshots=False)) as session:
             first_page = session.reset(task)
             button = next(i for i in first_page.ids if first_page.elements[i].role == "button")
             stub.push(Reply(text=bad), Reply(text=f"click it\nclick('{button}')"))
@@ -312,10 +325,10 @@ def test_real_local_model_reaches_an_executed_action_on_click_test(local_llm, tm
     task = Task(
         task_id="browsergym/miniwob.click-test", scope="miniwob/click-test", benchmark="miniwob", seed=3
     )
-    with BrowserSession(BrowserEnvConfig(screenshots=False)) as session:
+    with BrowserSession(BrowserSettings(screenshots=False)) as session:
         trajectory = run_episode(session, agent, task, HarnessConfig(max_steps=2))
     first = trajectory.steps[0]
-    assert agent.last_grammar is not None  # decoded under the page's ids
+    assert agent.use_grammar  # the local backend decodes under the page's ids by default
     assert first.outcome != "llm_error", first.error
     assert first.action is not None and first.action_str, first.model_output  # parsed and executed
     assert first.prompt_tokens > 0 and first.completion_tokens > 0

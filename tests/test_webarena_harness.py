@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from awm.config import BrowserSettings
 from awm.errors import PromptTooLargeError
 from awm.trajectory import Step, Task, Trajectory
-from awm.webarena.env import BrowserEnvConfig, BrowserSession
+from awm.webarena.env import BrowserSession
 from awm.webarena.harness import Decision, DecisionContext, HarnessConfig, run_episode
 from awm.webarena.policies import MiniWobScriptedPolicy, ScriptedPolicy
 
@@ -47,7 +48,7 @@ def base_url() -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def session() -> Iterator[BrowserSession]:
-    with BrowserSession(BrowserEnvConfig(pre_observation_delay=0.3, slow_mo_ms=0)) as s:
+    with BrowserSession(BrowserSettings(pre_observation_delay=0.3, slow_mo_ms=0)) as s:
         yield s
 
 
@@ -98,8 +99,8 @@ def test_scripted_policies_solve_miniwob(session: BrowserSession, task_name: str
         on_step=lambda t, s, png: steps.append(s),
     )
     assert trajectory.end == "done", [(s.action_str, s.outcome, s.error) for s in trajectory.steps]
-    assert trajectory.verdict.reward and trajectory.verdict.reward > 0
-    assert task.goal  # set from the environment
+    assert trajectory.verdict.reward == 1.0 and trajectory.verdict.raw_reward == 1.0
+    assert trajectory.task.goal and not task.goal  # the page's goal is on the trajectory's copy only
     assert steps == trajectory.steps and all(s.outcome == "ok" for s in steps)
     assert all(s.action_str and s.llm_calls == 1 for s in steps)
     Trajectory.model_validate_json(trajectory.to_json())  # the record round-trips as JSON
@@ -230,7 +231,7 @@ def test_screenshot_is_encoded_only_when_asked(session: BrowserSession, base_url
     decoded = np.asarray(Image.open(io.BytesIO(png)).convert("RGB"))
     assert (decoded == page.screenshot[:, :, :3]).all()  # our fast encoder writes the very pixels
     assert "screenshot" not in page.model_dump()
-    with BrowserSession(BrowserEnvConfig(pre_observation_delay=0.3, slow_mo_ms=0, screenshots=False)) as off:
+    with BrowserSession(BrowserSettings(pre_observation_delay=0.3, slow_mo_ms=0, screenshots=False)) as off:
         bare = off.reset(fixture_task(base_url, "static"))
         assert bare.screenshot is None and bare.screenshot_png() is None
 
@@ -260,7 +261,7 @@ class KillingPolicy:
 def test_killed_browser_ends_env_error_and_next_reset_works(base_url: str):
     recorded: list[Step] = []
     with BrowserSession(
-        BrowserEnvConfig(pre_observation_delay=0.3, slow_mo_ms=0, screenshots=False)
+        BrowserSettings(pre_observation_delay=0.3, slow_mo_ms=0, screenshots=False)
     ) as session:
         policy = KillingPolicy(session)
         trajectory = run_episode(
@@ -276,7 +277,7 @@ def test_killed_browser_ends_env_error_and_next_reset_works(base_url: str):
 
 
 def test_hung_page_is_killed_by_the_watchdog(base_url: str):
-    config = BrowserEnvConfig(pre_observation_delay=0.3, slow_mo_ms=0, screenshots=False, call_timeout_s=6)
+    config = BrowserSettings(pre_observation_delay=0.3, slow_mo_ms=0, screenshots=False, call_timeout_s=6)
     with BrowserSession(config) as session:
         policy = LabelScript(["click('{Freeze}')"])
         trajectory = run_episode(session, policy, fixture_task(base_url, "hang"), HarnessConfig(max_steps=3))

@@ -13,12 +13,11 @@ import pytest
 
 from awm.config import load_settings
 from awm.errors import ConfigError
+from awm.pipeline.config import PipelineConfig, parse_pipeline_table
+from awm.pipeline.driver import run_arm
+from awm.pipeline.summary import render_markdown, summarize
 from awm.traces import open_run
 from awm.trajectory import Step, Task, Trajectory, Verdict
-from awm.webarena.env import BrowserEnvConfig
-from awm.webarena.harness import HarnessConfig
-from awm.webarena.report import render_markdown, summarize
-from awm.webarena.runner import AgentFactory, run_tasks
 from awm.webarena.tasks import (
     WEBARENA_SITES,
     parse_seeds,
@@ -172,27 +171,27 @@ def test_summary_counts_success_by_ground_truth_then_judge_and_tallies_failures(
     assert "`abc`" in markdown and "2/4 (50.0%)" in markdown and "llm_error: 1" in markdown
 
 
-# --- runs in a real browser ---------------------------------------------------------------------------
+# --- runs in a real browser, through the one driver --------------------------------------------------
+
+
+def _arm(**fields: object) -> PipelineConfig:
+    return parse_pipeline_table({"name": "r", "memory": "off", "max_steps": 5, **fields})
 
 
 @pytest.mark.browser
 def test_scripted_run_writes_the_folder_and_a_rerun_resumes(tmp_path: Path) -> None:
     settings = load_settings()
     out = tmp_path / "run"
-    common = dict(
-        policy_factory=AgentFactory(settings, policy="scripted"),
-        settings=settings,
-        run_dir=out,
-        env_config=BrowserEnvConfig(),
-        harness_config=HarnessConfig(max_steps=5),
-        show_progress=False,
+    first = run_arm(_arm(tasks=["click-test"], seeds=[0, 1], policy="scripted"), settings, out, show_progress=False)
+    assert first.ok and sum(t.verdict.reward == 1.0 for t in first.trajectories) == 2
+    ids = {t.trajectory_id for t in first.trajectories}
+    # Same folder, more tasks: the two finished click-test episodes are kept, login-user runs.
+    second = run_arm(
+        _arm(tasks=["click-test", "login-user"], seeds=[0, 1], policy="scripted"), settings, out, show_progress=False
     )
-    first = run_tasks(resolve_tasks("miniwob", "click-test", [0, 1]), **common)
-    assert first.successes == 2 and first.skipped == []
-    # Same folder, more tasks: the two finished click-test episodes are skipped, login-user runs.
-    second = run_tasks(resolve_tasks("miniwob", "click-test,login-user", [0, 1]), **common)
-    assert second.skipped == ["browsergym/miniwob.click-test#0", "browsergym/miniwob.click-test#1"]
-    assert second.n == 4 and second.successes == 4
+    assert second.ok and len(second.trajectories) == 4
+    assert ids <= {t.trajectory_id for t in second.trajectories}
+    assert all(t.verdict.reward == 1.0 and t.verdict.raw_reward == 1.0 for t in second.trajectories)
 
     with open_run(out) as db:
         episodes = db.episodes()
@@ -208,6 +207,8 @@ def test_scripted_run_writes_the_folder_and_a_rerun_resumes(tmp_path: Path) -> N
     assert data["successes"] == 4 and len(data["episodes"]) == 4
     assert {e["end"] for e in data["episodes"]} == {"done"}
     assert "config hash" in (out / "summary.md").read_text()
+    provenance = json.loads((out / "provenance.json").read_text())
+    assert provenance["packages"]["browsergym-core"] and provenance["command"]
 
 
 @pytest.mark.browser
@@ -222,40 +223,33 @@ def test_llm_errors_end_each_episode_and_the_run_goes_on(tmp_path: Path) -> None
                     "cache": False,
                     "max_attempts": 2,
                     "max_retry_seconds": 1.0,
-                }
+                },
+                "browser": {"screenshots": False},
             }
         )
-        summary = run_tasks(
-            resolve_tasks("miniwob", "click-test", [0, 1]),
-            policy_factory=AgentFactory(settings),
-            settings=settings,
-            run_dir=tmp_path / "run",
-            env_config=BrowserEnvConfig(screenshots=False),
-            harness_config=HarnessConfig(max_steps=3),
-            show_progress=False,
+        result = run_arm(
+            _arm(tasks=["click-test"], seeds=[0, 1], max_steps=3), settings, tmp_path / "run", show_progress=False
         )
         attempts = len(stub.requests)
-    assert [e.end for e in summary.episodes] == ["llm_error", "llm_error"]
-    assert summary.failure_classes() == {"llm_error": 2}
+    assert result.ok
+    assert [t.end for t in result.trajectories] == ["llm_error", "llm_error"]
+    assert [s.outcome for t in result.trajectories for s in t.steps] == ["llm_error", "llm_error"]
     assert attempts == 4  # two attempts per episode, then the episode ends
-    assert summary.model == "stub" and not any(e.success for e in summary.episodes)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["model"] == "stub" and summary["successes"] == 0
 
 
 @pytest.mark.browser
 def test_two_worker_processes_return_trajectories_and_only_the_driver_writes(tmp_path: Path) -> None:
-    settings = load_settings()
     out = tmp_path / "run"
-    summary = run_tasks(
-        resolve_tasks("miniwob", "click-test", [0, 1]),
-        policy_factory=AgentFactory(settings, policy="scripted"),
-        settings=settings,
-        run_dir=out,
-        env_config=BrowserEnvConfig(),
-        harness_config=HarnessConfig(max_steps=3),
-        workers=2,
+    result = run_arm(
+        _arm(tasks=["click-test"], seeds=[0, 1], policy="scripted", max_steps=3, workers=2),
+        load_settings(),
+        out,
         show_progress=False,
     )
-    assert summary.n == 2 and summary.successes == 2
+    assert result.ok and [t.verdict.reward for t in result.trajectories] == [1.0, 1.0]
+    assert {t.meta.get("worker_pid") for t in result.trajectories} != {os.getpid()}
     with open_run(out) as db:
         episodes = db.episodes()
         assert sorted(e.task_key for e in episodes) == [

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from .audit import JudgeAudit, audit
 from .ground_truth import verdict_from_reward
-from .judge import judge_many, judge_trajectory, parse_judge_answer
+from .judge import judge_trajectory, parse_judge_answer
 
 __all__ = [
     "JudgeAudit",
     "audit",
-    "judge_many",
     "judge_trajectory",
     "parse_judge_answer",
     "verdict_from_reward",

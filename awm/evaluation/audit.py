@@ -3,7 +3,7 @@
 Why it matters: when memory admits trajectories by the judge's word, the judge's false positives
 become wrong workflows. The audit counts them (and names them) before anyone trusts the judge.
 
-Positive means success: ground truth is success when `reward > 0`; the judge's label is success,
+Positive means success: ground truth is success by the full-reward rule (`awm.evaluation.success`); the judge's label is success,
 failure, or unknown. Unknown answers are counted apart and left out of precision, recall and
 accuracy; `coverage` says what share of compared trajectories got a decided label.
 """
@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, Field, computed_field
 
+from awm.evaluation.success import ground_truth_success
 from awm.trajectory import Trajectory
 
 
@@ -103,11 +104,11 @@ def audit(trajectories: Iterable[Trajectory]) -> JudgeAudit:
     result = JudgeAudit()
     for t in sorted(trajectories, key=lambda t: (t.task.key, t.trajectory_id)):
         result.total += 1
-        reward, label = t.verdict.reward, t.verdict.judge
-        if reward is None or label is None:
+        truth_or_none, label = ground_truth_success(t.verdict), t.verdict.judge
+        if truth_or_none is None or label is None:
             result.missing += 1
             continue
-        truth = reward > 0
+        truth = truth_or_none
         if label == "unknown":
             result.unknown += 1
             result.unknown_gt_success += int(truth)

@@ -1,7 +1,7 @@
 """Ground truth: the benchmark's own reward turned into a `Verdict`, in one place.
 
 BrowserGym reports a float reward per episode (MiniWoB++: 1.0 solved, 0.0 not; some tasks give
-partial credit). `Verdict.success("gt")` counts `reward > 0` as success.
+partial credit). What counts as success is `awm.evaluation.success` (a full reward).
 """
 
 from __future__ import annotations

@@ -13,10 +13,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-from collections.abc import Callable, Sequence
 from typing import Any
-
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from awm.llm.base import ChatRequest, LLMClient
 from awm.trajectory import Step, Trajectory, Verdict
@@ -174,38 +171,3 @@ def judge_trajectory(
     result = client.chat(_request(messages))
     verdict = parse_judge_answer(result.text)
     return verdict.model_copy(update={"reward": trajectory.verdict.reward})
-
-
-def judge_many(
-    client: LLMClient,
-    trajectories: Sequence[Trajectory],
-    *,
-    vision: bool = False,
-    screenshots: Callable[[Trajectory], bytes | None] | None = None,
-    max_observation_chars: int = DEFAULT_MAX_OBSERVATION_CHARS,
-    on_verdict: Callable[[Trajectory, Verdict], None] | None = None,
-    show_progress: bool = True,
-) -> list[Verdict]:
-    """Judge trajectories in order, with a progress bar; verdicts come back in the same order.
-
-    `on_verdict` is called after each one (e.g. `RunRecorder.record_verdict`), so an interrupted
-    batch keeps what it judged. `screenshots` finds a trajectory's final screenshot in vision mode.
-    """
-    verdicts: list[Verdict] = []
-    columns = (TextColumn("judging"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, disable=not show_progress, transient=True) as progress:
-        bar = progress.add_task("judge", total=len(trajectories))
-        for trajectory in trajectories:
-            shot = screenshots(trajectory) if (vision and screenshots is not None) else None
-            verdict = judge_trajectory(
-                client,
-                trajectory,
-                vision=vision,
-                screenshot_png=shot,
-                max_observation_chars=max_observation_chars,
-            )
-            verdicts.append(verdict)
-            if on_verdict is not None:
-                on_verdict(trajectory, verdict)
-            progress.advance(bar)
-    return verdicts

@@ -15,9 +15,10 @@ from rich.table import Table
 
 from awm.config import load_settings
 from awm.errors import AwmError, ConfigError
-from awm.induction.admission import check_rule, load_verdicts
+from awm.evaluation.admission import check_rule, load_verdicts
 from awm.induction.neural import DEFAULT_BUDGET_TOKENS, DEFAULT_MAX_TOKENS
 from awm.induction.offline import MODES, InductionResult, induce_into_store, load_inputs
+from awm.memory.commands import DbOption
 from awm.memory.workflow import Workflow
 
 BACKEND_CHOICES = ("auto", "local", "openai", "anthropic")
@@ -60,19 +61,27 @@ def _print_result(console: Console, result: InductionResult, *, dry_run: bool) -
         console.print(f"[yellow]not used:[/yellow] {reason}", highlight=False)
     for note in report.notes:
         console.print(f"note: {note}", highlight=False)
-    if result.diff is None:
+    commit = result.commit
+    if commit.already_committed:
+        assert commit.version is not None
+        console.print(
+            f"no change: these inputs were committed before, as {commit.version.scope} version "
+            f"{commit.version.version} (see `awm memory log`)"
+        )
+        return
+    if commit.diff is None:
         console.print("no change")
         return
     if dry_run:
         console.print("[bold]dry run[/bold]: nothing committed; the diff would be:")
     else:
-        version = result.new_version
+        version = commit.version
         assert version is not None
         console.print(
             f"[green]committed[/green] {version.scope} version {version.version} (parent {version.parent})"
         )
-    console.print(result.diff.render().rstrip("\n"), markup=False, highlight=False)
-    added = [w for w in result.merged if w.name in set(result.diff.added)]
+    console.print(commit.diff.render().rstrip("\n"), markup=False, highlight=False)
+    added = [w for w in commit.merged if w.name in set(commit.diff.added)]
     if added:
         from awm.memory.text_format import render_workflows
 
@@ -94,7 +103,8 @@ def induce_command(
     scope: Annotated[str, typer.Option(help="Memory scope to write, e.g. miniwob/login-user.")],
     mode: Annotated[str, typer.Option(help="neural (LLM) or rule (no LLM).")] = "neural",
     admit_rule: Annotated[
-        str, typer.Option("--admit", help="Which trajectories may teach: gt | judge | both | any | all | manual.")
+        str,
+        typer.Option("--admit", help="Which trajectories may teach: gt | judge | both | any | all | manual."),
     ] = "gt",
     auto: Annotated[
         bool, typer.Option("--auto", help="With --admit manual: accept every workflow unasked.")
@@ -103,7 +113,7 @@ def induce_command(
         Path | None,
         typer.Option(help="Separate verdicts (JSON object or JSONL), joined by trajectory id/task key."),
     ] = None,
-    db: Annotated[Path | None, typer.Option(help="Memory database (default: settings.memory_db).")] = None,
+    db: DbOption = None,
     backend: Annotated[
         str | None, typer.Option(help="LLM backend for --mode neural: local | openai | anthropic.")
     ] = None,
@@ -128,12 +138,14 @@ def induce_command(
     threshold: Annotated[float, typer.Option(min=0.0, max=1.0, help="Cosine threshold for --embed.")] = 0.9,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the diff; commit nothing.")] = False,
     config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="TOML settings file.", dir_okay=False)
+        Path | None, typer.Option("--config", "-c", help="TOML settings file (configs/*.toml).", dir_okay=False)
     ] = None,
 ) -> None:
     """Induce workflows from admitted trajectories and commit them as a new memory version.
 
-    Prints the new version and its diff, or "no change". Nothing is committed when no trajectory is admitted or the model's answer holds no usable workflow.
+    Prints the new version and its diff, or "no change". Nothing is committed when no trajectory is
+    admitted, when the model's answer holds no usable workflow, when merging changes nothing, or when
+    the same induction (same admitted trajectories, mode, rule and model) was committed before.
 
     Example: awm induce --from runs/2026-11-01 --scope miniwob/login-user --mode rule --admit gt
     """

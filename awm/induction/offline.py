@@ -1,26 +1,27 @@
-"""Offline induction driver: load trajectories, admit, induce, merge with memory's head, commit.
+"""Induction from stored trajectories (`awm induce`, Mind2Web's runs): load, admit, induce, commit.
 
-Why a driver separate from the inducers: the inducers are pure (trajectories in, workflows out);
-this shell owns the I/O: reading run folders, JSONL datasets and legacy AWM text logs (parsed with
-the safe action parser, never eval), and the one write, a compare-and-swap commit through
-`WorkflowStore.update`. An empty or rejected induction commits nothing: AWM once overwrote memory
-with zero workflows because its inducer read the wrong file.
+Why a shell separate from the inducers: the inducers are pure (trajectories in, workflows out); this
+shell owns the I/O: reading run folders, JSONL datasets and legacy AWM text logs (parsed with the safe
+action parser, never eval), and the one write, through `awm.induction.commit.commit_candidates` (the
+one commit path: idempotent by message, merged with the head, no version when nothing changed). An
+empty or rejected induction commits nothing: AWM once overwrote memory with zero workflows because
+its inducer read the wrong file.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
 from awm.errors import AwmError, DataError
-from awm.induction.abstraction import parse_action_text
-from awm.induction.admission import (
+from awm.evaluation.admission import (
     AdmissionRule,
     ReviewPrompt,
     admit,
@@ -28,10 +29,12 @@ from awm.induction.admission import (
     join_verdicts,
     review_workflows,
 )
-from awm.induction.merge import MergeReport, merge_workflows
+from awm.induction.abstraction import parse_action_text
+from awm.induction.commit import CommitResult, commit_candidates, committed_before
+from awm.induction.merge import MergeReport
 from awm.induction.neural import DEFAULT_BUDGET_TOKENS, DEFAULT_MAX_TOKENS, InductionError, induce_neural
 from awm.induction.rule import induce_rule
-from awm.memory.store import MemoryVersion, WorkflowDiff, WorkflowStore, diff_workflows
+from awm.memory.store import WorkflowStore
 from awm.memory.workflow import Workflow
 from awm.trajectory import Step, Task, Trajectory, Verdict, load_trajectories
 
@@ -49,6 +52,8 @@ _CALL_LIKE = re.compile(r"^(?:[a-z_][a-z0-9_]*\s*\(|(?:CLICK|TYPE|SELECT)\s*\[)"
 _LABEL_ONLY = re.compile(r"^(?:actions?|thoughts?|think)\s*:?\s*$", re.IGNORECASE)
 _GOAL_LINE = re.compile(r"^(?:goal|query|intent|task)\s*:\s*(?P<goal>.+)$", re.IGNORECASE)
 MAX_LEGACY_THOUGHT_CHARS = 1000
+# What induction reads of a trajectory (not its timestamps or meta): the fields `inputs_digest` hashes.
+_TAUGHT_FIELDS = {"trajectory_id", "task", "steps", "end", "final_answer", "verdict"}
 
 
 class InductionReport(BaseModel):
@@ -74,14 +79,12 @@ class InductionReport(BaseModel):
 
 @dataclass
 class InductionResult:
-    """The new head (None when nothing changed or on a dry run), its diff, and what was induced."""
+    """What the commit point did (`commit`: version, diff, merged workflows), what was induced, and why."""
 
-    new_version: MemoryVersion | None
-    diff: WorkflowDiff | None
+    commit: CommitResult
     candidates: list[Workflow]
     admitted_ids: list[str]
     report: InductionReport
-    merged: list[Workflow] = field(default_factory=list)  # the scope's workflows after merging
 
 
 # --- loading ----------------------------------------------------------------------------------------
@@ -214,21 +217,19 @@ def in_scope(trajectory: Trajectory, scope: str) -> bool:
     return own == scope or own.startswith(scope.rstrip("/") + "/")
 
 
-# --- diff preview -----------------------------------------------------------------------------------
-
-
-def preview_diff(
-    scope: str, a: int, b: int, before: Sequence[Workflow], after: Sequence[Workflow]
-) -> WorkflowDiff:
-    """The store's diff, computed on lists (for a dry run, or a scope's first version which has no `a`)."""
-    return diff_workflows(scope, a, b, before, after)
-
-
 # --- the driver -------------------------------------------------------------------------------------
 
 
-class _NoChange(Exception):
-    """Raised inside a store update to abort it when merging changes nothing."""
+def inputs_digest(trajectories: Sequence[Trajectory], *, mode: str, admission: str, model: str = "") -> str:
+    """A short hash of what an induction learns from: the admitted trajectories (what induction reads of
+    them, not their timestamps), the mode, the admission rule and the model. It goes into the default
+    commit message, which is the idempotency key of `commit_candidates`: re-running the same induction
+    returns the version it made instead of committing again, and other inputs never look "done"."""
+    digest = hashlib.blake2b(digest_size=6)
+    digest.update(json.dumps([mode, admission, model]).encode())
+    for trajectory in sorted(trajectories, key=lambda t: t.trajectory_id):
+        digest.update(trajectory.model_dump_json(include=_TAUGHT_FIELDS).encode())
+    return digest.hexdigest()
 
 
 def induce_into_store(
@@ -248,11 +249,16 @@ def induce_into_store(
     review: ReviewPrompt | None = None,
     auto: bool = False,
     dry_run: bool = False,
+    author: str | None = None,
+    message: str | None = None,
 ) -> InductionResult:
-    """Admit, induce, merge with the scope's head and commit (author = mode) unless nothing changed.
+    """Admit, induce, and commit through `commit_candidates` (merged with the head; no version if unchanged).
 
-    Raises `InductionError` (nothing committed) when no trajectory is admitted or the model's answer
-    yields no usable workflow. ``dry_run`` computes everything, including the diff, and commits nothing.
+    `author` defaults to the mode; `message` (the commit point, the idempotency key) to one naming the
+    inputs (`inputs_digest`). When a version with that message exists, it is returned (as already
+    committed) before any model call. Raises `InductionError` (nothing committed) when no trajectory is
+    admitted or the model's answer yields no usable workflow. ``dry_run`` computes everything,
+    including the diff, and commits nothing.
     """
     if mode not in MODES:
         raise AwmError(f"induction mode '{mode}' is unknown; expected one of {', '.join(MODES)}")
@@ -277,73 +283,81 @@ def induce_into_store(
             f"no trajectory in scope '{scope}' passes admission rule '{rule}' "
             f"({len(admitted.rejected)} rejected); memory is unchanged"
         )
-
-    if mode == "rule":
-        candidates, rule_report = induce_rule(admitted.admitted, admission=rule)
-        report.skipped_empty = rule_report.skipped_empty
-        if not candidates:
-            raise InductionError(
-                f"no admitted trajectory in scope '{scope}' has an executed step; memory is unchanged"
-            )
-    else:
-        if client is None:
-            raise AwmError("neural induction needs an LLM client (configure a backend, see `awm llm --help`)")
-        candidates, neural = induce_neural(
-            admitted.admitted,
-            client=client,
-            admission=rule,
-            counter=counter,
-            budget_tokens=budget_tokens,
-            max_tokens=max_tokens,
-            embedder=embedder,
-            threshold=threshold,
+    if mode == "neural" and client is None:
+        raise AwmError("neural induction needs an LLM client (configure a backend, see `awm llm --help`)")
+    if message is None:
+        model = client.model if mode == "neural" and client is not None else ""
+        digest = inputs_digest(admitted.admitted, mode=mode, admission=rule, model=model)
+        message = (
+            f"{mode} induction from {len(admitted.admitted)} trajectories (admission {rule}; inputs {digest})"
         )
-        report.llm_calls = neural.calls
-        report.prompt_tokens = neural.prompt_tokens
-        report.completion_tokens = neural.completion_tokens
-        report.batches = neural.batches
-        report.answer_rejections = neural.rejected
-        report.notes += [
-            f"trajectory {tid} shown with shortened thoughts (level {lvl})"
-            for tid, lvl in neural.shrunk.items()
-        ]
+    done = committed_before(store, scope, message)
+    if done is not None:  # this very induction was committed before: no model call, no second version
+        return InductionResult(done, [], admitted.admitted_ids, report)
 
+    candidates = _induce(
+        admitted.admitted, mode, rule, report, client, counter, budget_tokens, max_tokens, embedder, threshold
+    )
     if rule == "manual":
         candidates, report.declined = review_workflows(candidates, review, auto=auto)
         if not candidates:
             report.notes.append("the reviewer declined every candidate workflow")
 
-    head = store.head(scope)
-    base = [] if head is None else head.workflows
-    base_version = 0 if head is None else head.version
-    merged, merge_report = merge_workflows(base, candidates, embedder=embedder, threshold=threshold)
-    report.merge = merge_report
-    if not merge_report.changed:
-        return InductionResult(None, None, candidates, admitted.admitted_ids, report, merged)
-    if dry_run:
-        diff = preview_diff(scope, base_version, base_version + 1, base, merged)
-        return InductionResult(None, diff, candidates, admitted.admitted_ids, report, merged)
+    commit = commit_candidates(
+        store,
+        scope,
+        candidates,
+        author=author or mode,
+        message=message,
+        embedder=embedder,
+        threshold=threshold,
+        dry_run=dry_run,
+    )
+    report.merge = commit.merge
+    return InductionResult(commit, candidates, admitted.admitted_ids, report)
 
-    final: dict[str, object] = {}
 
-    def change(current: list[Workflow]) -> list[Workflow]:
-        workflows, again = merge_workflows(current, candidates, embedder=embedder, threshold=threshold)
-        if not again.changed:
-            raise _NoChange
-        final["report"] = again
-        return workflows
-
-    message = f"{mode} induction from {len(admitted.admitted)} trajectories (admission {rule})"
-    try:
-        version = store.update(scope, change, author=mode, message=message)
-    except _NoChange:
-        return InductionResult(None, None, candidates, admitted.admitted_ids, report, base)
-    report.merge = final["report"]  # type: ignore[assignment]
-    if version.parent is None:
-        diff = preview_diff(scope, 0, version.version, [], version.workflows)
-    else:
-        diff = store.diff(scope, version.parent, version.version)
-    return InductionResult(version, diff, candidates, admitted.admitted_ids, report, version.workflows)
+def _induce(
+    admitted: list[Trajectory],
+    mode: str,
+    rule: str,
+    report: InductionReport,
+    client: LLMClient | None,
+    counter: TokenCounter | None,
+    budget_tokens: int,
+    max_tokens: int,
+    embedder: Embedder | None,
+    threshold: float,
+) -> list[Workflow]:
+    """The pure step, trajectories in and candidate workflows out; the inducer's figures go to `report`."""
+    if mode == "rule":
+        candidates, rule_report = induce_rule(admitted, admission=rule)
+        report.skipped_empty = rule_report.skipped_empty
+        if not candidates:
+            raise InductionError(
+                f"no admitted trajectory in scope '{report.scope}' has an executed step; memory is unchanged"
+            )
+        return candidates
+    assert client is not None  # checked by the caller
+    candidates, neural = induce_neural(
+        admitted,
+        client=client,
+        admission=rule,
+        counter=counter,
+        budget_tokens=budget_tokens,
+        max_tokens=max_tokens,
+        embedder=embedder,
+        threshold=threshold,
+    )
+    report.llm_calls = neural.calls
+    report.prompt_tokens = neural.prompt_tokens
+    report.completion_tokens = neural.completion_tokens
+    report.batches = neural.batches
+    report.answer_rejections = neural.rejected
+    report.notes += [
+        f"trajectory {tid} shown with shortened thoughts (level {lvl})" for tid, lvl in neural.shrunk.items()
+    ]
+    return candidates
 
 
 def _verdicts_in_scope(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import TYPE_CHECKING, Any, Protocol
 
 from pydantic import BaseModel, Field
@@ -28,11 +26,6 @@ class ChatRequest(BaseModel):
     def deterministic(self) -> bool:
         """Only deterministic requests are served from the response cache."""
         return self.temperature == 0.0 or self.seed is not None
-
-    def cache_key(self, backend: str, model: str) -> str:
-        payload = self.model_dump(mode="json", exclude={"purpose"})
-        payload.update(backend=backend, model=model)
-        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
 class Usage(BaseModel):

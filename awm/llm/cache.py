@@ -2,13 +2,16 @@
 
 Why: re-running a stage, a resumed run or an ablation that shares its first steps repeats the same
 deterministic requests; serving them from disk makes zero model calls. Only deterministic requests
-(temperature 0 or a fixed seed) are cached. Values are JSON (`ChatResult`), never pickle. WAL mode and
-a busy timeout let parallel workers share one file; a connection is opened per operation, so the
-cache survives forks and threads.
+(temperature 0 or a fixed seed) are cached, and only under the same backend, server URL and model
+(`response_key`): one model name on two servers need not be one model. Values are JSON
+(`ChatResult`), never pickle. WAL mode and a busy timeout let parallel workers share one file; a
+connection is opened per operation, so the cache survives forks and threads.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
 import time
 from pathlib import Path
@@ -30,6 +33,33 @@ CREATE TABLE IF NOT EXISTS responses (
     created REAL NOT NULL
 )
 """
+
+
+def response_key(request: ChatRequest, *, backend: str, base_url: str, model: str) -> str:
+    """The cache key of `request` sent to `model` on `backend` at `base_url`.
+
+    Why the URL: a model name says nothing about the weights behind it (two vLLM servers, or a gateway
+    and the vendor, can both answer to "gpt-4o" or "qwen"), so answers are shared only between clients
+    that send the same request to the same backend, server and model. An empty `base_url` (the embedded
+    server) leaves the URL out.
+    """
+    payload = request.model_dump(mode="json", exclude={"purpose"})
+    payload.update(backend=backend, model=model)
+    if base_url:
+        payload["base_url"] = base_url.rstrip("/")
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def client_base_url(client: LLMClient) -> str:
+    """The server a client talks to, for the cache key ("" when it has none or it is the embedded one).
+
+    The embedded llama.cpp server (backend ``local``) listens on a fresh loopback port in every process;
+    its identity is the model file, already in the key as the model name, so its port is left out, or
+    no answer would survive a restart and workers would miss what the parent stored.
+    """
+    if client.backend == "local":
+        return ""
+    return str(getattr(client, "endpoint", "") or "")
 
 
 class ResponseCache:
@@ -109,6 +139,7 @@ class CachedClient:
         self.cache = cache
         self.backend = inner.backend
         self.model = inner.model
+        self.base_url = client_base_url(inner)
         self._meter = meter
 
     def token_counter(self) -> TokenCounter:
@@ -118,7 +149,7 @@ class CachedClient:
     def chat(self, request: ChatRequest) -> ChatResult:
         if not request.deterministic:
             return self.inner.chat(request)
-        key = request.cache_key(self.backend, self.model)
+        key = response_key(request, backend=self.backend, base_url=self.base_url, model=self.model)
         started = time.perf_counter()
         hit = self.cache.get(key)
         if hit is not None:

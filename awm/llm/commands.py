@@ -18,6 +18,7 @@ from awm.llm.base import ChatRequest, ChatResult
 app = typer.Typer(
     help='Call the configured LLM, or serve the embedded local model.\n\nExample: awm llm chat "Say hello"',
     no_args_is_help=True,
+    add_completion=False,
 )
 
 BACKEND_CHOICES = ("auto", "local", "openai", "anthropic")

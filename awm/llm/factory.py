@@ -62,6 +62,7 @@ class LocalClient:
             n_ctx=self._settings.llm.context_window,
             threads=self._settings.llm.local_threads,
             log_dir=self._settings.home / "logs",
+            slots=self._settings.llm.local_slots,
         )
         if self._inner is None or self._inner.endpoint != base_url:
             self._inner = OpenAICompatibleClient(

@@ -101,7 +101,7 @@ atexit.register(stop_all_servers)
 
 
 def _start(
-    model_file: Path, n_ctx: int, threads: int, log_dir: Path, timeout_s: float, port: int | None
+    model_file: Path, n_ctx: int, threads: int, log_dir: Path, timeout_s: float, port: int | None, slots: int
 ) -> _Running:
     port = port or free_port()
     log_dir.mkdir(parents=True, exist_ok=True)
@@ -109,7 +109,7 @@ def _start(
     command = [
         sys.executable, "-m", "awm.llm.local_server",
         "--model", str(model_file), "--port", str(port), "--ctx", str(n_ctx), "--threads", str(threads),
-        "--parent-pid", str(os.getpid()),
+        "--slots", str(slots), "--parent-pid", str(os.getpid()),
     ]  # fmt: skip
     if threading.current_thread() is threading.main_thread():
         command.append("--die-with-parent")
@@ -148,6 +148,7 @@ def ensure_local_server(
     log_dir: Path | None = None,
     timeout_s: float = START_TIMEOUT_S,
     port: int | None = None,
+    slots: int = 1,
 ) -> str:
     """Base URL (``http://127.0.0.1:PORT/v1``) of the embedded server for this model; starts one if needed.
 
@@ -156,8 +157,9 @@ def ensure_local_server(
 
     The caller verifies the model file first (`awm.assets.verify_model_file`); logs go to
     `log_dir` (default: the awm home's ``logs/``). `port` fixes the port (default: any free one).
+    `slots` requests are served at once (parallel workers share one server), each with `n_ctx` tokens.
     """
-    key = (str(Path(model_file).resolve()), int(n_ctx), int(threads))
+    key = (str(Path(model_file).resolve()), int(n_ctx), int(threads), int(slots))
     with _LOCK:
         running = _SERVERS.get(key)
         if running is not None:
@@ -174,12 +176,12 @@ def ensure_local_server(
 
             log_dir = awm_home() / "logs"
         try:
-            running = _start(Path(model_file), int(n_ctx), int(threads), Path(log_dir), timeout_s, port)
+            running = _start(Path(model_file), int(n_ctx), int(threads), Path(log_dir), timeout_s, port, slots)
         except LLMError as exc:
             if port is not None or "could not bind" not in str(exc):
                 raise
             # Another process took the free port between our probe and the server's bind: try once more.
-            running = _start(Path(model_file), int(n_ctx), int(threads), Path(log_dir), timeout_s, None)
+            running = _start(Path(model_file), int(n_ctx), int(threads), Path(log_dir), timeout_s, None, slots)
         _SERVERS[key] = running
         return running.base_url
 
@@ -211,6 +213,7 @@ def serve(
     parent_pid: int | None,
     alias: str | None = None,
     die_with_parent: bool = False,
+    slots: int = 1,
 ) -> None:
     """Run llama.cpp's server in this process until SIGTERM/SIGINT or until the parent process dies."""
     if parent_pid is not None:
@@ -225,8 +228,8 @@ def serve(
 
     params = xllamacpp.CommonParams()
     params.model.path = str(model)
-    params.n_ctx = n_ctx
-    params.n_parallel = 1
+    params.n_ctx = n_ctx * slots  # llama.cpp splits the context among its slots
+    params.n_parallel = slots
     params.port = port
     params.hostnames = [HOST]
     params.cpuparams.n_threads = threads
@@ -275,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", type=Path, required=True)
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--ctx", type=int, default=8192)
+    parser.add_argument("--slots", type=int, default=1)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--parent-pid", type=int, default=None)
     parser.add_argument("--alias", default=None)
@@ -282,7 +286,9 @@ def main(argv: list[str] | None = None) -> int:
         "--die-with-parent", action="store_true", help="Linux: SIGKILL when the parent exits."
     )
     args = parser.parse_args(argv)
-    serve(args.model, args.port, args.ctx, args.threads, args.parent_pid, args.alias, args.die_with_parent)
+    serve(
+        args.model, args.port, args.ctx, args.threads, args.parent_pid, args.alias, args.die_with_parent, args.slots
+    )
     return 0
 
 

@@ -26,13 +26,30 @@ app = typer.Typer(
     add_completion=False,
 )
 
+# The option vocabulary of `awm memory`, defined once so every subcommand spells and explains it alike.
 DbOption = Annotated[
     Path | None,
-    typer.Option("--db", help="Memory database (default: settings.memory_db, workflows/memory.sqlite)."),
+    typer.Option(
+        "--db",
+        help="Memory database (default: AWM_MEMORY_DB, else settings.memory_db = workflows/memory.sqlite).",
+        dir_okay=False,
+    ),
 ]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+StyleOption = Annotated[
+    str,
+    typer.Option(
+        "--style",
+        help="Workflow text style: mind2web, webarena, or auto (by scope name when writing, by content when reading).",
+    ),
+]
+ScopeArgument = Annotated[str, typer.Argument(help="Memory scope, e.g. miniwob/login-user.")]
+
+STYLES = ("auto", "mind2web", "webarena")
 
 
 def _open(db: Path | None) -> WorkflowStore:
+    """Open the store that --db names, or the one the settings name (AWM_MEMORY_DB wins there)."""
     if db is None:
         from awm.config import load_settings
 
@@ -43,6 +60,18 @@ def _open(db: Path | None) -> WorkflowStore:
 def style_for_scope(scope: str) -> Literal["mind2web", "webarena"]:
     """Mind2Web scopes render in AWM's Mind2Web format; every browser scope in the WebArena format."""
     return "mind2web" if scope.lower().startswith("mind2web") else "webarena"
+
+
+def _check_style(style: str) -> None:
+    """Checked here, not by Typer, so a wrong --style is one clear line and exit 2 like every AwmError."""
+    if style not in STYLES:
+        raise AwmError(f"--style must be auto, mind2web or webarena, got {style!r}")
+
+
+def _writing_style(style: str, scope: str) -> Literal["mind2web", "webarena"]:
+    """The style to render a scope in: the one asked for, or with auto the scope's own."""
+    _check_style(style)
+    return style_for_scope(scope) if style == "auto" else style  # type: ignore[return-value]
 
 
 def _require_head(store: WorkflowStore, scope: str) -> int:
@@ -58,9 +87,7 @@ def _echo_json(data: object) -> None:
 
 
 @app.command("scopes")
-def scopes_command(
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False, db: DbOption = None
-):
+def scopes_command(json_out: JsonOption = False, db: DbOption = None):
     """List the scopes that have memory, with their head version and size.
 
     Example: awm memory scopes --json
@@ -86,11 +113,7 @@ def scopes_command(
 
 
 @app.command("log")
-def log_command(
-    scope: str,
-    json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
-    db: DbOption = None,
-):
+def log_command(scope: ScopeArgument, json_out: JsonOption = False, db: DbOption = None):
     """Show every version of a scope, oldest first; the head is marked with *.
 
     Example: awm memory log miniwob/login-user --json
@@ -124,26 +147,23 @@ def log_command(
 
 @app.command("show")
 def show_command(
-    scope: str,
+    scope: ScopeArgument,
     version: Annotated[
         int | None, typer.Option("--version", help="Version to show (default: the head).")
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="text (AWM format) or json.")] = "text",
-    style: Annotated[str, typer.Option("--style", help="Text style: auto, mind2web or webarena.")] = "auto",
+    json_out: JsonOption = False,
+    style: StyleOption = "auto",
     db: DbOption = None,
 ):
-    """Print a version's workflows as AWM text or JSON.
+    """Print a version's workflows as AWM text or, with --json, as JSON.
 
-    Example: awm memory show mind2web/aa --version 3 --format json
+    Example: awm memory show mind2web/aa --version 3 --json
     """
-    if fmt not in ("text", "json"):
-        raise AwmError(f"--format must be text or json, got {fmt!r}")
-    if style not in ("auto", "mind2web", "webarena"):
-        raise AwmError(f"--style must be auto, mind2web or webarena, got {style!r}")
+    chosen = _writing_style(style, scope)
     with _open(db) as store:
         number = version if version is not None else _require_head(store, scope)
         snapshot = store.get(scope, number)
-    if fmt == "json":
+    if json_out:
         _echo_json(
             {
                 "scope": scope,
@@ -152,14 +172,18 @@ def show_command(
             }
         )
         return
-    chosen = style_for_scope(scope) if style == "auto" else style
     typer.echo(f"# {scope} version {snapshot.version} ({snapshot.author}, {snapshot.created_at})")
     typer.echo("")
-    typer.echo(render_workflows(snapshot.workflows, chosen), nl=False)  # type: ignore[arg-type]
+    typer.echo(render_workflows(snapshot.workflows, chosen), nl=False)
 
 
 @app.command("diff")
-def diff_command(scope: str, a: int, b: int, db: DbOption = None):
+def diff_command(
+    scope: ScopeArgument,
+    a: Annotated[int, typer.Argument(help="The older version.")],
+    b: Annotated[int, typer.Argument(help="The newer version.")],
+    db: DbOption = None,
+):
     """Show workflows added (+), removed (-) and changed (~) from version A to version B.
 
     Example: awm memory diff miniwob/login-user 2 5
@@ -169,7 +193,11 @@ def diff_command(scope: str, a: int, b: int, db: DbOption = None):
 
 
 @app.command("rollback")
-def rollback_command(scope: str, version: int, db: DbOption = None):
+def rollback_command(
+    scope: ScopeArgument,
+    version: Annotated[int, typer.Argument(help="The version whose workflows become the head.")],
+    db: DbOption = None,
+):
     """Make version N's workflows the head again (recorded as a new version; nothing is deleted).
 
     Example: awm memory rollback miniwob/login-user 3
@@ -202,11 +230,11 @@ def write_atomic(path: Path, text: str) -> None:
 
 @app.command("export")
 def export_command(
-    scope: str,
+    scope: ScopeArgument,
     folder: Annotated[
-        Path | None, typer.Argument(help="Output folder (default: the database's folder).")
+        Path | None, typer.Argument(help="Output folder (default: the database's folder).", file_okay=False)
     ] = None,
-    style: Annotated[str, typer.Option("--style", help="auto, mind2web or webarena.")] = "auto",
+    style: StyleOption = "auto",
     db: DbOption = None,
 ):
     """Write the head of a scope as a reviewable AWM text file (one file per scope, written atomically).
@@ -215,17 +243,15 @@ def export_command(
 
     Example: awm memory export mind2web/aa workflows/
     """
-    if style not in ("auto", "mind2web", "webarena"):
-        raise AwmError(f"--style must be auto, mind2web or webarena, got {style!r}")
+    chosen = _writing_style(style, scope)
     with _open(db) as store:
         head = store.head(scope)
         if head is None:
             _require_head(store, scope)
             return
         target_dir = folder if folder is not None else store.path.parent
-    chosen = style_for_scope(scope) if style == "auto" else style
     path = _scope_file(target_dir, scope)
-    write_atomic(path, render_workflows(head.workflows, chosen))  # type: ignore[arg-type]
+    write_atomic(path, render_workflows(head.workflows, chosen))
     typer.echo(f"{path}\t{scope} version {head.version}, {len(head.workflows)} workflows")
 
 
@@ -238,9 +264,9 @@ def merge_by_name(existing: list[Workflow], incoming: list[Workflow]) -> list[Wo
 
 @app.command("import")
 def import_command(
-    file: Path,
-    scope: Annotated[str, typer.Option("--scope", help="Scope to write to, e.g. mind2web/aa.")],
-    style: Annotated[str, typer.Option("--style", help="auto, mind2web or webarena.")] = "auto",
+    file: Annotated[Path, typer.Argument(help="AWM workflow text file ('## name' headers).", dir_okay=False)],
+    scope: Annotated[str, typer.Option("--scope", help="Memory scope to write to, e.g. mind2web/aa.")],
+    style: StyleOption = "auto",
     replace: Annotated[
         bool, typer.Option("--replace", help="Replace the scope's workflows instead of merging.")
     ] = False,
@@ -253,8 +279,7 @@ def import_command(
 
     Example: awm memory import my_workflows.txt --scope mind2web/aa --style mind2web
     """
-    if style not in ("auto", "mind2web", "webarena"):
-        raise AwmError(f"--style must be auto, mind2web or webarena, got {style!r}")
+    _check_style(style)
     try:
         text = file.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -248,17 +248,6 @@ def _persisted_matches(
     return None if index is None else (index, sidecar)
 
 
-def load_index(
-    store: WorkflowStore, scope: str, embedder: Embedder, index_dir: Path
-) -> tuple[faiss.Index, IndexSidecar] | None:
-    """The persisted index of the scope's head, rebuilt first if it is missing or stale."""
-    found = _head(store, scope)
-    if found is None or not found[1]:
-        return None
-    hit = _persisted_matches(index_dir, scope, found[0], found[1], embedder_name(embedder))
-    return hit if hit is not None else build_index(store, scope, embedder, index_dir)
-
-
 @dataclass
 class RetrieverStats:
     """What a `Retriever` did, for tests and benchmarks: loads and builds happen only when a head moved."""

@@ -1,17 +1,14 @@
-"""Workflow memory for Mind2Web: offline induction from annotated train tasks, online from the agent's own.
+"""Mind2Web's side of workflow memory: read the head a task sees, and turn train tasks into trajectories.
 
-Scopes are ``mind2web/<website>``. Two modes, as in AWM:
+Scopes are ``mind2web/<website>``. Why only the read side here: a consumer solves tasks; the driver
+(`awm.pipeline.mind2web_memory`) induces and commits. What both need and is pure lives here:
 
-* offline: before testing, the TRAIN split's tasks become trajectories with the gold actions (targets
-  from Mind2Web's own ``action_reprs``, i.e. the positive candidate as the annotators' tool described it)
-  and reward 1, since they are annotated; they are admitted under rule ``gt`` and induced per website.
-  A test website with no train task (test_website, test_domain) takes the train tasks of its subdomain,
-  else its domain, and the summary says which source each scope used.
-* online: there is no ground truth at test time, so, as AWM does, every trajectory the agent produced is
-  admitted (rule ``all``: no verdict is invented). After each test task, the website's
-  finished trajectories (joined by annotation id, in run order) are induced and ONE new version is committed
-  -- an identical one when the induction changed nothing -- so the version a task saw is always the version
-  committed after the task before it.
+* `train_trajectory`: a TRAIN task as a trajectory of gold actions (targets from Mind2Web's own
+  ``action_reprs``, i.e. the positive candidate as the annotators' tool described it) with reward 1,
+  since it is annotated;
+* `train_source`: which train tasks teach a test website: its own, else (test_website, test_domain)
+  those of its subdomain, else its domain;
+* `memory_for`: the workflows a task sees, the scope's head when it starts.
 """
 
 from __future__ import annotations
@@ -19,15 +16,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pydantic import BaseModel
-
-from awm.induction.neural import InductionError
-from awm.induction.offline import induce_into_store
-from awm.llm.base import LLMClient
 from awm.memory.store import WorkflowStore
+from awm.memory.view import MemoryView, view_at_head
 from awm.mind2web.schema import TaskRecord
-from awm.mind2web.solve import MemoryContext, role_of, scope_of, target_of
-from awm.tokens import TokenCounter
+from awm.mind2web.solve import role_of, scope_of, target_of
 from awm.trajectory import Step, TargetDesc, Task, Trajectory, Verdict
 
 _REPR = re.compile(
@@ -74,10 +66,11 @@ def train_trajectory(record: TaskRecord) -> Trajectory:
     )
 
 
-def memory_source(
+def train_source(
     website: str, test_records: Sequence[TaskRecord], train: Sequence[TaskRecord]
 ) -> tuple[str, list[TaskRecord]]:
-    """Which train tasks teach a website's scope: its own, else its subdomain's, else its domain's."""
+    """Which train tasks teach a website's scope, and a label saying which: its own (``website:<w>``),
+    else its subdomain's, else its domain's (``none`` and no task when there is nothing to learn from)."""
     own = [r for r in train if r.website == website]
     if own:
         return f"website:{website}", own
@@ -93,126 +86,6 @@ def memory_source(
     return "none", []
 
 
-class InductionNote(BaseModel):
-    """What one induction did to one scope."""
-
-    scope: str
-    source: str = ""
-    trajectories: int = 0
-    version: int | None = None  # the head after it
-    changed: bool = False
-    error: str = ""
-    llm_calls: int = 0
-
-
-def _induce(
-    store: WorkflowStore,
-    scope: str,
-    trajectories: Sequence[Trajectory],
-    *,
-    mode: str,
-    admission: str,
-    client: LLMClient | None,
-    counter: TokenCounter | None,
-    budget_tokens: int,
-) -> InductionNote:
-    note = InductionNote(scope=scope, trajectories=len(trajectories))
-    try:
-        result = induce_into_store(
-            store,
-            scope,
-            [t.model_copy(update={"task": t.task.model_copy(update={"scope": scope})}) for t in trajectories],
-            mode=mode,
-            admission=admission,
-            client=client,
-            counter=counter,
-            budget_tokens=budget_tokens,
-            auto=admission == "manual",
-        )
-    except InductionError as exc:
-        note.error = str(exc)
-    else:
-        note.changed = result.new_version is not None
-        note.llm_calls = result.report.llm_calls
-    note.version = store.head_version(scope)
-    return note
-
-
-def induce_offline(
-    store: WorkflowStore,
-    websites: Sequence[str],
-    test_records: Sequence[TaskRecord],
-    train_records: Sequence[TaskRecord],
-    *,
-    mode: str,
-    client: LLMClient | None,
-    counter: TokenCounter | None = None,
-    budget_tokens: int = 3000,
-) -> list[InductionNote]:
-    """Induce each website's scope from train tasks (admission ``gt``); one note per website."""
-    notes = []
-    for website in websites:
-        source, records = memory_source(website, test_records, train_records)
-        scope = f"mind2web/{website}"
-        if not records:
-            notes.append(InductionNote(scope=scope, source=source, error="no train task to induce from"))
-            continue
-        note = _induce(
-            store,
-            scope,
-            [train_trajectory(r) for r in records],
-            mode=mode,
-            admission="gt",
-            client=client,
-            counter=counter,
-            budget_tokens=budget_tokens,
-        )
-        note.source = source
-        notes.append(note)
-    return notes
-
-
-def induce_online(
-    store: WorkflowStore,
-    scope: str,
-    trajectories: Sequence[Trajectory],
-    *,
-    after_task: str,
-    mode: str,
-    client: LLMClient | None,
-    counter: TokenCounter | None = None,
-    budget_tokens: int = 3000,
-) -> InductionNote:
-    """Induce from the agent's own trajectories of one website and commit exactly one new version."""
-    note = _induce(
-        store,
-        scope,
-        trajectories,
-        mode=mode,
-        admission="all",
-        client=client,
-        counter=counter,
-        budget_tokens=budget_tokens,
-    )
-    if not note.changed:
-        head = store.head(scope)
-        reason = note.error or "induction changed nothing"
-        version = store.commit(
-            scope,
-            [] if head is None else head.workflows,
-            parent=None if head is None else head.version,
-            author="online",
-            message=f"online after task {after_task}: unchanged ({reason[:200]})",
-            trust_unchanged=True,
-        )
-        note.version = version.version
-    return note
-
-
-def memory_for(store: WorkflowStore, record: TaskRecord) -> MemoryContext:
+def memory_for(store: WorkflowStore, record: TaskRecord) -> MemoryView:
     """Every workflow of the task's website scope at its head (AWM shows a website's whole memory)."""
-    scope = scope_of(record)
-    head = store.head(scope)
-    if head is None:
-        return MemoryContext(scope=scope)
-    return MemoryContext(scope=scope, version=head.version, workflows=list(head.workflows))
+    return view_at_head(store, scope_of(record))

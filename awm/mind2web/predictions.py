@@ -1,4 +1,4 @@
-"""Model answers for Mind2Web steps: parse one answer text, and read/write a predictions JSONL file.
+"""Model answers for Mind2Web steps: parse one answer text, and read a predictions JSONL file.
 
 Why a tolerant parser on top of `awm.actions.parse_action`: scoring must judge what the model *meant* the
 way AWM did (AWM took the text between backticks and matched ``(CLICK|SELECT|TYPE) [id] [value]``), so a
@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
 from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
@@ -124,13 +123,3 @@ def load_predictions(path: Path | str) -> dict[str, str]:
             raise DataError(f"{where}: a second prediction for step {record.key!r}; expected one per step")
         out[record.key] = record.prediction
     return out
-
-
-def write_predictions(path: Path | str, records: Iterable[PredictionRecord]) -> int:
-    """Write predictions as JSONL (one object per step); returns the number of lines written."""
-    count = 0
-    with Path(path).open("w", encoding="utf-8") as fh:
-        for record in records:
-            fh.write(json.dumps(record.model_dump(), ensure_ascii=False) + "\n")
-            count += 1
-    return count

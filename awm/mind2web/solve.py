@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from awm.actions import action_grammar, parse_action, render_action
 from awm.errors import ActionParseError, PromptTooLargeError
 from awm.llm.base import ChatRequest, LLMClient
-from awm.memory.workflow import Workflow
+from awm.memory.view import MemoryView
 from awm.mind2web.data import step_key
 from awm.mind2web.prompt import build_step_prompt
 from awm.mind2web.prune import describe_attributes, element_text, parse_dom
@@ -64,15 +63,6 @@ LABEL_ATTRIBUTES = (
 )
 
 
-@dataclass
-class MemoryContext:
-    """The workflows a task may see, and which memory version they came from."""
-
-    scope: str
-    version: int | None = None
-    workflows: list[Workflow] = field(default_factory=list)
-
-
 def scope_of(record: TaskRecord) -> str:
     return f"mind2web/{record.website}"
 
@@ -114,7 +104,7 @@ def solve_task(
     context_window: int,
     max_tokens: int = 64,
     top_k: int = 10,
-    memory: MemoryContext | None = None,
+    memory: MemoryView | None = None,
     exemplars: Sequence[str] = (),
     temperature: float = 0.0,
     seed: int | None = None,

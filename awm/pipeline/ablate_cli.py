@@ -28,12 +28,14 @@ def ablate_command(
         int | None, typer.Option(min=1, help="Runs of each arm (overrides the config).")
     ] = None,
     workers: Annotated[
-        int | None, typer.Option(min=1, help="Parallel workers per arm (overrides the config).")
+        int | None,
+        typer.Option(min=1, help="Episodes at once per arm, one browser each (overrides the config's workers)."),
     ] = None,
-    backend: Annotated[
-        str | None, typer.Option(help="Parallel backend: local | ray (overrides the config).")
+    parallel: Annotated[
+        str | None,
+        typer.Option("--parallel", help="Where parallel episodes run: local | ray (overrides parallel_backend)."),
     ] = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bars.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")] = False,
 ) -> None:
     """Run each arm of an ablation on the same tasks and seeds, then compare them.
 
@@ -41,16 +43,19 @@ def ablate_command(
     stream with memory versions, tokens per step); each arm's runs are in OUT/arms/<arm>/rep<N>.
     Running again with the same --out resumes: finished episodes and arms are skipped.
 
-    Example: awm ablate configs/miniwob-demo.toml --out runs/demo-ablation
+    Arms with memory off, fixed or offline run their episodes in parallel with --workers N; online
+    arms run their scopes in parallel and each scope's tasks in order.
+
+    Example: awm ablate configs/miniwob-demo.toml --workers 2 --out runs/demo-ablation
     """
     from rich.console import Console
 
     from awm.errors import ConfigError
     from awm.pipeline.ablation import load_ablation, run_ablation
 
-    if backend is not None and backend not in ("local", "ray"):
-        raise ConfigError(f"--backend must be local or ray (got '{backend}')")
-    plan = load_ablation(config, repeats=repeats, workers=workers, backend=backend)
+    if parallel is not None and parallel not in ("local", "ray"):
+        raise ConfigError(f"--parallel must be local or ray (got '{parallel}')")
+    plan = load_ablation(config, repeats=repeats, workers=workers, backend=parallel)
     folder = out or Path(plan.settings.runs_dir) / f"{datetime.now():%Y%m%d-%H%M%S}-ablate-{plan.base.name}"
     console = Console()
     arms = ", ".join(a.name for a in plan.arms) + (", budget-matched" if plan.ablation.budget_matched else "")

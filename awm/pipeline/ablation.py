@@ -26,29 +26,18 @@ import hashlib
 import json
 import math
 import re
-import threading
 import time
 import tomllib
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 
 from awm.config import Settings
 from awm.errors import ConfigError, StageError
 from awm.pipeline.config import PipelineConfig, load_pipeline_config
+from awm.pipeline.progress import ProgressBoard, progress_board
 from awm.pipeline.report import AblationReport, ArmRun, BudgetMatch, build_report, rich_tables, write_report
 
 BUDGET_ARM = "budget-matched"
@@ -256,46 +245,6 @@ def _stream_length(config: PipelineConfig) -> int:
     return len(resolve_stream(config))
 
 
-def _ended_episodes(folder: Path) -> int:
-    """Episodes that ended under an arm's folders (one trajectory file each, written at episode end)."""
-    return sum(1 for _ in folder.glob("rep*/trajectories/*.json")) if folder.is_dir() else 0
-
-
-@contextmanager
-def _arm_progress(
-    out: Path, totals: dict[str, int], console: Console | None, enabled: bool
-) -> Iterator[tuple[Progress, dict[str, TaskID]]]:
-    """One bar per arm with its ETA, fed by watching each arm's folder (the pipeline's own bar is off,
-    as Rich shows one live display at a time)."""
-    columns = (
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("eta"),
-        TimeRemainingColumn(),
-    )
-    stop = threading.Event()
-    with Progress(*columns, console=console, disable=not enabled, transient=False) as progress:
-        bars = {arm: progress.add_task(arm, total=total, start=False) for arm, total in totals.items()}
-
-        def watch() -> None:
-            while not stop.wait(1.0):
-                for arm, bar in bars.items():
-                    done = min(totals[arm], _ended_episodes(Path(out) / "arms" / arm))
-                    progress.update(bar, completed=done)
-
-        thread = threading.Thread(target=watch, daemon=True)
-        thread.start()
-        try:
-            yield progress, bars
-        finally:
-            stop.set()
-            thread.join(timeout=5)
-            for arm, bar in bars.items():
-                progress.update(bar, completed=min(totals[arm], _ended_episodes(Path(out) / "arms" / arm)))
-
-
 def _arm_run(planned: PlannedArm, settings: Settings, repeat: int, result: Any, wall: float) -> ArmRun:
     from awm.pipeline.stages import run_config
 
@@ -353,7 +302,8 @@ def run_ablation(
     A stage failure in one arm is recorded and the other arms still run; the report is written, then
     a `StageError` names the failed arms (re-run the same command to resume them).
     """
-    from awm.pipeline.online import run_pipeline
+    from awm.pipeline.driver import run_arm
+    from awm.provenance import collect_provenance, write_provenance
 
     started = time.monotonic()
     out = Path(out)
@@ -362,6 +312,8 @@ def run_ablation(
         from awm.pipeline.parallel import import_ray
 
         import_ray()  # a missing extra fails before any browser or model starts
+    provenance = collect_provenance()
+    write_provenance(out)
     repeats = plan.ablation.repeats
     n = _stream_length(plan.base)
     totals = {a.name: n * repeats for a in plan.arms}
@@ -384,24 +336,24 @@ def run_ablation(
     runs: list[ArmRun] = []
     match: BudgetMatch | None = None
 
-    def run_arm(planned: PlannedArm) -> list[ArmRun]:
+    def run_repeats(planned: PlannedArm, board: ProgressBoard) -> list[ArmRun]:
         done = []
         for repeat in range(1, repeats + 1):
             t0 = time.monotonic()
-            result = run_pipeline(
+            label = planned.name if repeats == 1 else f"{planned.name} rep{repeat}"
+            result = run_arm(
                 planned.config,
                 plan.settings,
                 arm_dir(out, planned.name, repeat),
                 console=console,
-                show_progress=False,
+                bar=board.bar(label, total=n),
             )
             done.append(_arm_run(planned, plan.settings, repeat, result, time.monotonic() - t0))
         return done
 
-    with _arm_progress(out, totals, console, show_progress) as (progress, bars):
+    with progress_board(console, show_progress) as board:
         for planned in plan.arms:
-            progress.start_task(bars[planned.name])
-            runs.extend(run_arm(planned))
+            runs.extend(run_repeats(planned, board))
         if plan.ablation.budget_matched:
             memory, off = _budget_arms(plan.ablation, plan.arms, plan.config_path)
             match = budget_match(
@@ -423,8 +375,7 @@ def run_ablation(
                 ),
                 overrides={**off.overrides, "max_steps": match.max_steps},
             )
-            progress.start_task(bars[BUDGET_ARM])
-            runs.extend(run_arm(matched))
+            runs.extend(run_repeats(matched, board))
 
     llm_runs = any(a.config.policy == "llm" for a in plan.arms)
     models = sorted({t.model for r in runs for t in r.trajectories if t.model})
@@ -440,6 +391,9 @@ def run_ablation(
         actor_costs={arm: _actor_cost([r for r in runs if r.arm == arm], plan.settings) for arm in totals},
         budget_match=match,
         seconds=time.monotonic() - started,
+        temperature=plan.settings.llm.temperature if llm_runs else None,
+        cache=plan.settings.llm.cache if llm_runs else None,
+        provenance=provenance,
     )
     path = write_report(report, out)
     if console is not None:

@@ -1,6 +1,7 @@
 """`awm pipeline`: run an arm (online, offline, or as its config says), resume it, or run one stage.
 
-A thin shell: flags -> `PipelineConfig` + `Settings` -> `awm.pipeline.online` / `offline` / `stages`.
+A thin shell: flags -> `PipelineConfig` + `Settings` -> the one driver (`awm.pipeline.driver`) or a
+single stage (`awm.pipeline.stages`).
 A failed stage prints "stage '<name>' failed: <cause>" and exits 2, like every user error.
 """
 
@@ -28,13 +29,27 @@ app = typer.Typer(
 )
 
 ConfigOpt = Annotated[
-    Path, typer.Option("--config", "-c", help="TOML file with a [pipeline] table.", dir_okay=False)
+    Path,
+    typer.Option(
+        "--config", "-c", help="TOML settings file (configs/*.toml) with a [pipeline] table.", dir_okay=False
+    ),
+]
+SettingsOpt = Annotated[
+    Path | None, typer.Option("--config", "-c", help="TOML settings file (configs/*.toml).", dir_okay=False)
 ]
 OutOpt = Annotated[
     Path | None,
     typer.Option("--out", help="Run folder (default: runs/<time>-<name>); an existing one is resumed."),
 ]
-QuietOpt = Annotated[bool, typer.Option("--quiet", help="No progress bar.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(min=1, help="Episodes at once, one browser each (overrides the config's workers)."),
+]
+ParallelOpt = Annotated[
+    str | None,
+    typer.Option("--parallel", help="Where parallel episodes run: local | ray (overrides parallel_backend)."),
+]
 RunDirArg = Annotated[
     Path, typer.Argument(help="A run folder written by awm pipeline (or awm run).", file_okay=False)
 ]
@@ -46,11 +61,11 @@ RunDirArg = Annotated[
 
 
 def _print_result(result: Any, console: Console) -> None:
-    from awm.pipeline.online import PipelineResult
+    from awm.pipeline.driver import PipelineResult
 
     assert isinstance(result, PipelineResult)
     table = Table(title=f"{result.name} ({result.memory})")
-    for column in ("task", "reward", "judge", "memory seen", "memory after"):
+    for column in ("task", "reward", "judge", "memory seen", "memory after", "induction"):
         table.add_column(column)
     by_key = {v.task_key: v for v in result.versions}
     for t in result.trajectories:
@@ -61,6 +76,7 @@ def _print_result(result: Any, console: Console) -> None:
             t.verdict.judge or "-",
             "-" if v is None or v.memory_version_seen is None else str(v.memory_version_seen),
             "-" if v is None or v.memory_version_after is None else str(v.memory_version_after),
+            (v.induction if v is not None else "") or "-",
         )
     console.print(table)
     for purpose, usage in sorted(result.usage.items()):
@@ -74,26 +90,43 @@ def _print_result(result: Any, console: Console) -> None:
 
 
 def _run_arm(
-    config_path: Path | None, memory: str | None, out: Path | None, quiet: bool, extra: dict[str, Any]
+    config_path: Path | None,
+    memory: str | None,
+    out: Path | None,
+    quiet: bool,
+    extra: dict[str, Any],
+    workers: int | None = None,
+    parallel: str | None = None,
 ) -> None:
     from awm.pipeline.config import load_pipeline_config
-    from awm.pipeline.online import run_pipeline
-    from awm.webarena.runner import default_run_dir
+    from awm.pipeline.driver import run_arm
+    from awm.pipeline.run_cli import default_run_dir
 
     overrides = dict(extra)
     if memory is not None:
         overrides["memory"] = memory
+    if workers is not None:
+        overrides["workers"] = workers
+    if parallel is not None:
+        overrides["parallel_backend"] = parallel
     config, settings = load_pipeline_config(config_path, overrides)
     run_dir = out or default_run_dir(config.name, settings.runs_dir)
     console = Console()
     console.print(
-        f"{config.name}: memory {config.memory}, {len(config.tasks)} task(s) x {len(config.seeds)} seed(s) -> {run_dir}"
+        f"{config.name}: memory {config.memory}, {len(config.tasks)} task(s) x "
+        f"{len(config.seeds) if config.seeds else 1} seed(s), {config.workers} worker(s) -> {run_dir}"
     )
-    _print_result(run_pipeline(config, settings, run_dir, console=console, show_progress=not quiet), console)
+    _print_result(run_arm(config, settings, run_dir, console=console, show_progress=not quiet), console)
 
 
 @app.command("online")
-def online_command(config: ConfigOpt, out: OutOpt = None, quiet: QuietOpt = False) -> None:
+def online_command(
+    config: ConfigOpt,
+    out: OutOpt = None,
+    quiet: QuietOpt = False,
+    workers: WorkersOpt = None,
+    parallel: ParallelOpt = None,
+) -> None:
     """Induce while solving: after each task (or every induce_every tasks) of a scope, evaluate, admit,
     induce and commit a new memory version; the scope's next task sees it.
 
@@ -101,7 +134,7 @@ def online_command(config: ConfigOpt, out: OutOpt = None, quiet: QuietOpt = Fals
 
     Example: awm pipeline online --config configs/pipeline-online.toml --out runs/online-1
     """
-    _run_arm(config, "online", out, quiet, {})
+    _run_arm(config, "online", out, quiet, {}, workers, parallel)
 
 
 @app.command("offline")
@@ -113,22 +146,30 @@ def offline_command(
         typer.Option("--from", help="Run folder or trajectory file to induce from (repeatable)."),
     ] = None,
     quiet: QuietOpt = False,
+    workers: WorkersOpt = None,
+    parallel: ParallelOpt = None,
 ) -> None:
     """Induce once from earlier runs or datasets (offline_from or --from), freeze, then solve with it.
 
     Example: awm pipeline offline --config configs/pipeline-online.toml --from runs/train-1 --out runs/offline-1
     """
     extra: dict[str, Any] = {"offline_from": [str(p.resolve()) for p in from_]} if from_ else {}
-    _run_arm(config, "offline", out, quiet, extra)
+    _run_arm(config, "offline", out, quiet, extra, workers, parallel)
 
 
 @app.command("run")
-def run_arm_command(config: ConfigOpt, out: OutOpt = None, quiet: QuietOpt = False) -> None:
+def run_arm_command(
+    config: ConfigOpt,
+    out: OutOpt = None,
+    quiet: QuietOpt = False,
+    workers: WorkersOpt = None,
+    parallel: ParallelOpt = None,
+) -> None:
     """Run one arm as its pipeline table says (memory off, online, offline or fixed).
 
     Example: awm pipeline run --config configs/pipeline-online.toml
     """
-    _run_arm(config, None, out, quiet, {})
+    _run_arm(config, None, out, quiet, {}, workers, parallel)
 
 
 @app.command("resume")
@@ -138,7 +179,7 @@ def resume_command(run_dir: RunDirArg, quiet: QuietOpt = False) -> None:
 
     Example: awm pipeline resume runs/20260101-120000-online
     """
-    from awm.pipeline.online import resume
+    from awm.pipeline.driver import resume
 
     console = Console()
     _print_result(resume(run_dir, console=console, show_progress=not quiet), console)
@@ -150,7 +191,13 @@ def resume_command(run_dir: RunDirArg, quiet: QuietOpt = False) -> None:
 
 
 @app.command("solve")
-def solve_command(config: ConfigOpt, out: OutOpt = None, quiet: QuietOpt = False) -> None:
+def solve_command(
+    config: ConfigOpt,
+    out: OutOpt = None,
+    quiet: QuietOpt = False,
+    workers: WorkersOpt = None,
+    parallel: ParallelOpt = None,
+) -> None:
     """Solve and record the config's task stream without inducing: memory off, or read-only with
     memory = "fixed" (the configured memory_db). Evaluate, induce and commit are separate commands.
 
@@ -160,7 +207,13 @@ def solve_command(config: ConfigOpt, out: OutOpt = None, quiet: QuietOpt = False
 
     fixed, _ = load_pipeline_config(config)
     _run_arm(
-        config, "fixed" if fixed.memory == "fixed" else "off", out, quiet, {"judge": False, "admission": "gt"}
+        config,
+        "fixed" if fixed.memory == "fixed" else "off",
+        out,
+        quiet,
+        {"judge": False, "admission": "gt"},
+        workers,
+        parallel,
     )
 
 
@@ -200,16 +253,16 @@ def _run_trajectories(run_dir: Path, scope: str | None = None) -> list[Any]:
 def evaluate_command(
     run_dir: RunDirArg,
     judge: Annotated[bool, typer.Option("--judge", help="Ask the LLM judge about each episode.")] = False,
-    config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="TOML settings ([llm]).", dir_okay=False)
-    ] = None,
+    config: SettingsOpt = None,
 ) -> None:
     """Check every episode's ground-truth reward and, with --judge, record the judge's verdict.
 
     Example: awm pipeline evaluate runs/online-1 --judge
     """
+    from awm.evaluation.success import is_success
     from awm.llm.usage import UsageMeter
     from awm.pipeline.config import PipelineConfig
+    from awm.pipeline.progress import progress_board
     from awm.pipeline.stages import Clients, evaluate_stage
     from awm.traces import RunRecorder, open_run
 
@@ -225,11 +278,16 @@ def evaluate_command(
     )
     status = "failed"
     try:
-        evaluated = evaluate_stage(trajectories, ctx=tools)
+        with progress_board(Console(), enabled=judge) as board:
+            bar = board.bar("evaluate")
+            bar.start(total=len(trajectories))
+            evaluated = evaluate_stage(
+                trajectories, ctx=tools, on_each=lambda t: bar.advance(is_success(t))
+            )
         status = "done"
     finally:
         recorder.close(status=status)
-    solved = sum(1 for t in evaluated if (t.verdict.reward or 0) > 0)
+    solved = sum(1 for t in evaluated if t.verdict.reward is not None and is_success(t))
     judged = sum(1 for t in evaluated if t.verdict.judge == "success")
     Console().print(
         f"{len(evaluated)} episode(s): {solved} solved by ground truth"
@@ -277,9 +335,7 @@ def induce_command(
     admit_rule: Annotated[
         str, typer.Option("--admit", help="Admission rule: gt | judge | both | any.")
     ] = "gt",
-    config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="TOML settings ([llm]).", dir_okay=False)
-    ] = None,
+    config: SettingsOpt = None,
 ) -> None:
     """Admit a run's episodes of one scope and induce candidate workflows; writes
     RUN_DIR/pipeline/candidates-<scope>.json for `awm pipeline commit` (memory is not touched).
@@ -297,9 +353,10 @@ def induce_command(
         clients=Clients(settings, UsageMeter()),
         recorder=None,
     )
-    candidates = induce_stage(admitted.admitted, mode=mode, ctx=tools, admission=admit_rule)
+    outcome = induce_stage(admitted.admitted, mode=mode, ctx=tools, admission=admit_rule)
+    candidates = outcome.candidates
     if not candidates:
-        raise PipelineStageError("induce", f"no admitted trajectory in scope '{scope}' has an executed step")
+        raise PipelineStageError("induce", f"scope '{scope}': {outcome.reason}")
     path = candidates_path(run_dir, scope)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
@@ -323,7 +380,9 @@ def commit_command(
     scope: Annotated[str, typer.Option(help="Memory scope whose candidates to commit.")],
     memory_db: Annotated[
         Path | None,
-        typer.Option(help="Workflow store (default: RUN_DIR/memory.sqlite, the run's own).", dir_okay=False),
+        typer.Option(
+            "--db", help="Memory database (default: RUN_DIR/memory.sqlite, the run's own).", dir_okay=False
+        ),
     ] = None,
 ) -> None:
     """Merge the candidates of `awm pipeline induce` into a memory scope and commit a new version.

@@ -26,7 +26,11 @@ class PipelineConfig(BaseModel):
     `memory`: ``off`` (solve + evaluate only), ``online`` (induce while solving: after every
     `induce_every` tasks of a scope, admit, induce and commit; the next task of the scope sees the new
     version), ``offline`` (induce once from `offline_from`, freeze, then solve read-only), ``fixed``
-    (read an existing memory database, `Settings.memory_db`, without writing it).
+    (read an existing memory database, `Settings.memory_db`, without writing it). `memory_scope` makes
+    every task read that one scope instead of its own (``fixed`` only: `awm run --memory SCOPE`).
+
+    `workers` episodes run at once (local processes or Ray, one browser each): memory-off, fixed and
+    offline arms fan out fully; online arms run scopes in parallel and each scope's stream in order.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -34,10 +38,11 @@ class PipelineConfig(BaseModel):
     name: str = "pipeline"
     benchmark: Literal["miniwob", "webarena", "browsergym"] = "miniwob"
     tasks: list[str] = Field(min_length=1)
-    seeds: list[int] = Field(default_factory=lambda: [0])
+    seeds: list[int] | None = None  # None: the benchmark's default (0 for MiniWoB, none for WebArena)
     max_steps: int = Field(default=10, ge=1)
     policy: Literal["llm", "scripted"] = "llm"
     memory: MemoryKind = "online"
+    memory_scope: str | None = None
     induction: Literal["rule", "neural"] = "rule"
     admission: Literal["gt", "judge", "both", "any"] = "gt"
     judge: bool = False
@@ -56,18 +61,25 @@ class PipelineConfig(BaseModel):
             raise ValueError(f"admission '{self.admission}' needs judge = true (the judge's label is read)")
         if self.memory == "offline" and not self.offline_from:
             raise ValueError("memory 'offline' needs offline_from = [run folders or trajectory files]")
-        if not self.seeds:
+        if self.seeds is not None and not self.seeds:
             raise ValueError("seeds is empty; give e.g. [0, 1]")
+        if self.memory_scope is not None and self.memory != "fixed":
+            raise ValueError("memory_scope reads one existing scope: it needs memory = 'fixed'")
         return self
 
     def result_fields(self) -> dict[str, Any]:
-        """What changes results (the run's config hash): not the worker count nor the backend used."""
-        return self.model_dump(mode="json", exclude={"workers", "parallel_backend", "ray_address"})
+        """What changes each episode's result (the run's config hash): not the name, the worker count or
+        the backend, and not the task list, so a run folder may be resumed with more tasks or seeds."""
+        return self.model_dump(
+            mode="json", exclude={"name", "tasks", "seeds", "workers", "parallel_backend", "ray_address"}
+        )
 
 
 def _field_error(exc: ValidationError, source: str) -> ConfigError:
     first = exc.errors()[0]
     where = ".".join(str(p) for p in first["loc"]) or "(table)"
+    if first["type"] == "extra_forbidden":
+        return ConfigError(f"{source}: unknown key '{where}' (known keys: {', '.join(PipelineConfig.model_fields)})")
     message = str(first["msg"]).removeprefix("Value error, ")
     got = f" (got {first['input']!r})" if "input" in first and not isinstance(first["input"], dict) else ""
     return ConfigError(f"{source}: field '{where}': {message}{got}")
@@ -115,7 +127,7 @@ def load_pipeline_config(
         if not isinstance(raw, dict):
             raise ConfigError(f"config file {path}: [{PIPELINE_TABLE}] must be a table")
         table = dict(raw)
+    settings = load_settings(path, overrides=settings_overrides)  # first: it names unknown tables
     table.update({k: v for k, v in overrides.items() if v is not None})
     config = parse_pipeline_table(table, source=source)
-    settings = load_settings(path, overrides=settings_overrides)
     return config, settings

@@ -13,18 +13,14 @@ from pathlib import Path
 
 from rich.console import Console
 
-from awm.config import Settings
 from awm.errors import ConfigError
-from awm.pipeline.config import PipelineConfig
-from awm.pipeline.online import PipelineResult, execute
+from awm.induction.commit import find_commit
 from awm.pipeline.stages import (
-    Clients,
     PipelineContext,
     PipelineStageError,
     admit_stage,
     commit_stage,
     evaluate_stage,
-    find_commit,
     induce_stage,
     stage_guard,
 )
@@ -53,13 +49,15 @@ def load_sources(sources: list[Path], scope: str) -> list[Trajectory]:
     return sorted(found, key=lambda t: (t.task.key, t.trajectory_id))
 
 
-def induce_offline(
+def induce_from_sources(
     ctx: PipelineContext, tasks: list[Task], *, console: Console | None = None
 ) -> dict[str, int | None]:
     """Induce and commit each scope's memory from `offline_from`; returns scope -> head version.
 
     Fails (naming the stage) when an input is missing, when no input trajectory is in any scope of
-    the stream, when none passes admission, or when the inducer yields nothing.
+    the stream, when none passes admission, or when the inducer yields no workflow for any scope
+    (an offline arm with nothing to freeze measures nothing). A scope the inducer teaches nothing is
+    reported and left as it is.
     """
     config = ctx.config
     sources = list(config.offline_from)
@@ -67,6 +65,7 @@ def induce_offline(
     scopes = list(dict.fromkeys(t.scope for t in tasks))
     heads: dict[str, int | None] = {}
     loaded = admitted_total = 0
+    reasons: list[str] = []
     for scope in scopes:
         done = find_commit(ctx.store, scope, message)
         if done is not None:
@@ -88,11 +87,17 @@ def induce_offline(
         if not admitted.admitted:
             heads[scope] = ctx.head_version(scope)
             continue
-        candidates = induce_stage(admitted.admitted, mode=config.induction, ctx=ctx)
+        outcome = induce_stage(admitted.admitted, mode=config.induction, ctx=ctx)
+        if not outcome.candidates:
+            reasons.append(f"{scope}: {outcome.reason}")
+            heads[scope] = ctx.head_version(scope)
+            if console is not None:
+                console.print(f"offline memory {scope}: no workflow ({outcome.reason})")
+            continue
         version = commit_stage(
             ctx.store,
             scope,
-            candidates,
+            outcome.candidates,
             author=f"offline-{config.induction}",
             message=message,
             provenance={
@@ -117,19 +122,6 @@ def induce_offline(
             "admit",
             f"no trajectory from {', '.join(str(p) for p in sources)} passes admission '{config.admission}'",
         )
+    if reasons and all(v is None for v in heads.values()):
+        raise PipelineStageError("induce", "; ".join(reasons))
     return heads
-
-
-def run_offline(
-    config: PipelineConfig,
-    settings: Settings,
-    run_dir: Path,
-    *,
-    console: Console | None = None,
-    show_progress: bool = True,
-    clients: Clients | None = None,
-) -> PipelineResult:
-    """Induce from `config.offline_from`, freeze that version, then solve the stream with it read-only."""
-    if config.memory != "offline":
-        raise ConfigError(f"run_offline needs memory = 'offline' (the config says '{config.memory}')")
-    return execute(config, settings, run_dir, console=console, show_progress=show_progress, clients=clients)

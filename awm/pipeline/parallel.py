@@ -1,46 +1,32 @@
-"""Solve many episodes at once: local worker processes or Ray tasks, each with its own browser.
-
-Why this module: the pipeline driver alone writes memory and the run database, so workers get a
-task and give back a finished trajectory (as JSON, plus its screenshots), nothing else. Both
-backends enforce a hard per-episode deadline on top of the harness's own checks (which run between
-steps only): a worker still busy `episode_timeout_s + kill_grace_s` after it got its task is killed
-with its browser, and its episode is recorded as `env_error`, so one hung page or model call can
-never hang a run.
-
-- `local`: spawned processes, each keeping one Chromium for its life; a killed worker is replaced.
-  With one worker the episodes run in this process (no spawn cost, no hard kill: the harness's
-  timeout between steps and the browser watchdog still apply).
-- `ray`: Ray tasks on a local Ray (started here, small object store, no dashboard) or an existing
-  cluster (`ray_address`). A task's process keeps its browser for the next task it runs; an overdue
-  task is cancelled with `ray.cancel(force=True)`, which kills its process.
-"""
-
 from __future__ import annotations
 
 import contextlib
 import multiprocessing
 import os
-import signal
 import sys
 import tempfile
 import time
 import traceback
+import uuid
+from collections import deque
 from collections.abc import Callable, Iterator
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_connections
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
+from pydantic import BaseModel
+
+from awm.config import BrowserSettings
 from awm.errors import ConfigError
+from awm.memory.view import MemoryView
+from awm.pipeline.policy import PolicyFactory
+from awm.proctree import kill_process_tree
 from awm.trajectory import Step, Task, Trajectory, Verdict
-from awm.webarena.env import BrowserEnvConfig, BrowserSession
-from awm.webarena.harness import HarnessConfig
-from awm.webarena.runner import PolicyFactory, _share_local_server, solve
+from awm.webarena.env import BrowserSession
+from awm.webarena.harness import HarnessConfig, StepCallback, run_episode
 
 ParallelBackend = Literal["local", "ray"]
-# Called in the driver as each episode ends (in completion order): index in `tasks`, trajectory,
-# one screenshot per step (None where none was taken).
-ResultCallback = Callable[[int, Trajectory, list[bytes | None]], None]
 
 RAY_INSTALL_HINT = "pip install 'awm[ray]'"
 RAY_OBJECT_STORE_BYTES = 200 * 1024 * 1024  # trajectories are small; Ray's default would take GBs
@@ -48,85 +34,158 @@ DEFAULT_KILL_GRACE_S = 30.0  # on top of the episode timeout: browser start, the
 WORKER_START_TIMEOUT_S = 180.0  # a worker that cannot even start its browser is a broken set-up
 
 
-def run_episodes_parallel(
+class EpisodeJob(BaseModel):
+    """One episode to run: the task, the memory view chosen for it, and its trajectory id."""
+
+    index: int
+    task: Task
+    view: MemoryView | None = None
+    trajectory_id: str
+
+
+def new_trajectory_id(task: Task) -> str:
+    """Readable and unique: the task key plus a random suffix (files are named after it)."""
+    return f"{task.key.removeprefix('browsergym/')}-{uuid.uuid4().hex[:8]}"
+
+
+def job_for(index: int, task: Task, view: MemoryView | None = None) -> EpisodeJob:
+    return EpisodeJob(index=index, task=task, view=view, trajectory_id=new_trajectory_id(task))
+
+
+class JobSource(Protocol):
+    """The driver's scheduler: the jobs that may start now (each job once), called whenever the pool
+    has a free worker or an episode has ended."""
+
+    def ready(self) -> list[EpisodeJob]: ...
+
+
+class AllJobs:
+    """Every job ready at once (memory off, fixed or offline: no episode waits for another)."""
+
+    def __init__(self, jobs: list[EpisodeJob]) -> None:
+        self._jobs = list(jobs)
+
+    def ready(self) -> list[EpisodeJob]:
+        jobs, self._jobs = self._jobs, []
+        return jobs
+
+
+# Called in the driver as each episode ends: the job, the trajectory, one screenshot per step (None
+# where none was taken, or where the step was already handed over live).
+ResultCallback = Callable[[EpisodeJob, Trajectory, list[bytes | None]], None]
+# In-process runs only: called as each step happens (for live recording).
+LiveStepCallback = Callable[[EpisodeJob, Trajectory, Step, bytes | None], None]
+
+
+class PoolConfig(BaseModel):
+    """How episodes fan out: worker count, backend, where Ray is, how long past its timeout a worker lives."""
+
+    workers: int = 1
+    backend: ParallelBackend = "local"
+    ray_address: str | None = None
+    kill_grace_s: float = DEFAULT_KILL_GRACE_S
+
+
+def run_jobs(
+    source: JobSource,
+    *,
+    policy_factory: PolicyFactory,
+    env_config: BrowserSettings,
+    harness_config: HarnessConfig,
+    pool: PoolConfig | None = None,
+    on_result: ResultCallback,
+    on_step: LiveStepCallback | None = None,
+) -> None:
+    """Run every job the source hands out, `pool.workers` at a time, until it has no more.
+
+    `policy_factory` must pickle for workers > 1 or Ray (a `PolicyFactory` does; with the local model,
+    its server is started here once and the workers share it). A worker's bug (anything but a hung or
+    crashed worker) stops the run with the worker's traceback.
+    """
+    pool = pool or PoolConfig()
+    deadline = float(harness_config.episode_timeout_s) + pool.kill_grace_s
+    if pool.workers < 1:
+        raise ConfigError(f"workers must be at least 1 (got {pool.workers})")
+    if pool.backend not in ("local", "ray"):
+        raise ConfigError(f"parallel backend must be 'local' or 'ray' (got '{pool.backend}')")
+    if harness_config.episode_timeout_s <= 0:
+        raise ConfigError(f"episode_timeout_s must be positive (got {harness_config.episode_timeout_s})")
+    if pool.backend == "ray":
+        ray = import_ray()  # before any browser or model starts: a missing extra fails fast
+        _run_ray(
+            ray, source, policy_factory.for_workers(), env_config, harness_config, pool, deadline, on_result
+        )
+    elif pool.workers == 1:
+        _run_in_process(source, policy_factory, env_config, harness_config, on_result, on_step)
+    else:
+        _run_local_pool(
+            source,
+            policy_factory.for_workers(),
+            env_config,
+            harness_config,
+            pool.workers,
+            deadline,
+            on_result,
+        )
+
+
+def run_tasks_parallel(
     tasks: list[Task],
     *,
     policy_factory: PolicyFactory,
-    env_config: BrowserEnvConfig | None = None,
+    env_config: BrowserSettings | None = None,
     harness_config: HarnessConfig | None = None,
-    workers: int = 1,
-    backend: ParallelBackend = "local",
-    ray_address: str | None = None,
-    episode_timeout_s: float | None = None,
-    kill_grace_s: float = DEFAULT_KILL_GRACE_S,
-    on_result: ResultCallback | None = None,
+    pool: PoolConfig | None = None,
 ) -> list[Trajectory]:
-    """Solve every task, `workers` at a time; returns the trajectories in task order.
-
-    `policy_factory` must pickle for workers > 1 or Ray (an `AgentFactory` does; with the local
-    model, its server is started here once and the workers share it). `episode_timeout_s` defaults
-    to the harness's. A worker's bug (anything but a hung or crashed worker) stops the run with the
-    worker's traceback.
-    """
-    env_config = env_config or BrowserEnvConfig()
-    harness_config = harness_config or HarnessConfig()
-    timeout = float(episode_timeout_s if episode_timeout_s is not None else harness_config.episode_timeout_s)
-    if workers < 1:
-        raise ConfigError(f"workers must be at least 1 (got {workers})")
-    if backend not in ("local", "ray"):
-        raise ConfigError(f"parallel backend must be 'local' or 'ray' (got '{backend}')")
-    if timeout <= 0:
-        raise ConfigError(f"episode_timeout_s must be positive (got {timeout})")
-    results: list[Trajectory | None] = [None] * len(tasks)
-
-    def keep(index: int, trajectory: Trajectory, shots: list[bytes | None]) -> None:
-        results[index] = trajectory
-        if on_result is not None:
-            on_result(index, trajectory, shots)
-
-    if not tasks:
-        return []
-    if backend == "ray":
-        ray = import_ray()  # before any browser or model starts: a missing extra fails fast
-        _run_ray(
-            ray,
-            tasks,
-            policy_factory,
-            env_config,
-            harness_config,
-            workers,
-            ray_address,
-            timeout + kill_grace_s,
-            keep,
-        )
-    elif workers == 1 or len(tasks) == 1:
-        _run_in_process(tasks, policy_factory, env_config, harness_config, keep)
-    else:
-        _run_local_pool(
-            tasks, policy_factory, env_config, harness_config, workers, timeout + kill_grace_s, keep
-        )
-    missing = [tasks[i].key for i, t in enumerate(results) if t is None]
-    if missing:  # every path above fills each slot or raises; this guards the invariant
+    """Solve `tasks` (memory off) and return their trajectories in task order (benchmarks, tests)."""
+    results: dict[int, Trajectory] = {}
+    run_jobs(
+        AllJobs([job_for(i, t) for i, t in enumerate(tasks)]),
+        policy_factory=policy_factory,
+        env_config=env_config or BrowserSettings(),
+        harness_config=harness_config or HarnessConfig(),
+        pool=pool,
+        on_result=lambda job, trajectory, _shots: results.__setitem__(job.index, trajectory),
+    )
+    missing = [tasks[i].key for i in range(len(tasks)) if i not in results]
+    if missing:  # every backend fills each slot or raises; this guards the invariant
         raise RuntimeError(f"no trajectory came back for {', '.join(missing)}")
-    return [t for t in results if t is not None]
+    return [results[i] for i in range(len(tasks))]
 
 
-def killed_trajectory(task: Task, *, seconds: float, reason: str, backend: str) -> Trajectory:
+def solve_job(
+    session: BrowserSession,
+    job: EpisodeJob,
+    factory: PolicyFactory,
+    harness_config: HarnessConfig,
+    on_step: StepCallback | None = None,
+) -> Trajectory:
+    """One episode of a job, in whichever process holds the browser."""
+    policy = factory(job.task, job.view)
+    trajectory = run_episode(
+        session, policy, job.task, harness_config, on_step=on_step, trajectory_id=job.trajectory_id
+    )
+    trajectory.meta["worker_pid"] = os.getpid()  # which process solved it (the driver's, or a worker's)
+    return trajectory
+
+
+def killed_trajectory(job: EpisodeJob, *, seconds: float, reason: str, backend: str) -> Trajectory:
     """The record of an episode whose worker was killed or died: `env_error`, reward 0, the reason."""
-    from awm.webarena.runner import new_trajectory_id
-
+    view = job.view
     return Trajectory(
-        trajectory_id=new_trajectory_id(task),
-        task=task,
+        trajectory_id=job.trajectory_id,
+        task=job.task,
         steps=[Step(index=0, outcome="env_error", error=reason)],
         end="env_error",
         verdict=Verdict(reward=0.0),
         seconds=round(seconds, 3),
+        memory_scope=view.scope if view is not None else None,
+        memory_version=view.version if view is not None else None,
         meta={"worker_killed": reason, "parallel_backend": backend},
     )
 
 
-def _screenshot_collector() -> tuple[list[bytes | None], Callable[[Trajectory, Step, bytes | None], None]]:
+def _screenshot_collector() -> tuple[list[bytes | None], StepCallback]:
     """A list and the step callback that fills it with each step's screenshot."""
     shots: list[bytes | None] = []
 
@@ -142,17 +201,33 @@ def _screenshot_collector() -> tuple[list[bytes | None], Callable[[Trajectory, S
 
 
 def _run_in_process(
-    tasks: list[Task],
-    policy_factory: PolicyFactory,
-    env_config: BrowserEnvConfig,
+    source: JobSource,
+    factory: PolicyFactory,
+    env_config: BrowserSettings,
     harness_config: HarnessConfig,
-    keep: ResultCallback,
+    on_result: ResultCallback,
+    on_step: LiveStepCallback | None,
 ) -> None:
+    queue: deque[EpisodeJob] = deque(source.ready())
+    if not queue:
+        return
     with BrowserSession(env_config) as session:
-        for index, task in enumerate(tasks):
-            shots, on_step = _screenshot_collector()
-            trajectory = solve(session, task, policy_factory, harness_config, on_step)
-            keep(index, trajectory, shots)
+        while queue:
+            job = queue.popleft()
+            shots, collect = _screenshot_collector()
+            if on_step is not None:
+
+                def live(
+                    trajectory: Trajectory, step: Step, png: bytes | None, job: EpisodeJob = job
+                ) -> None:
+                    on_step(job, trajectory, step, png)
+
+                trajectory = solve_job(session, job, factory, harness_config, live)
+                shots = [None] * len(trajectory.steps)
+            else:
+                trajectory = solve_job(session, job, factory, harness_config, collect)
+            on_result(job, trajectory, shots)
+            queue.extend(source.ready())
 
 
 # --------------------------------------------------------------------------------------------------
@@ -161,29 +236,28 @@ def _run_in_process(
 
 
 def _local_worker_main(
-    conn: Connection, env_config: BrowserEnvConfig, factory: PolicyFactory, harness_config: HarnessConfig
+    conn: Connection, env_config: BrowserSettings, factory: PolicyFactory, harness_config: HarnessConfig
 ) -> None:
-    """A worker: one browser for its life; answers each (index, task JSON) with the trajectory JSON."""
+    """A worker: one browser for its life; answers each job (as JSON) with the trajectory JSON."""
     from awm.assets import configure_runtime_env
 
     with contextlib.suppress(OSError):
         os.setsid()  # its own process group, so the driver can kill it with everything it started
     configure_runtime_env()
     session = BrowserSession(env_config)
-    conn.send(("ready", -1, None, None))
+    conn.send(("ready", None, None))
     try:
         while True:
             message = conn.recv()
             if message is None:
                 return
-            index, task_json = message
             try:
                 shots, on_step = _screenshot_collector()
-                task = Task.model_validate_json(task_json)
-                trajectory = solve(session, task, factory, harness_config, on_step)
-                conn.send(("done", index, trajectory.to_json(), shots))
+                job = EpisodeJob.model_validate_json(message)
+                trajectory = solve_job(session, job, factory, harness_config, on_step)
+                conn.send(("done", trajectory.to_json(), shots))
             except Exception:  # a bug: the driver stops the run and shows this traceback
-                conn.send(("bug", index, traceback.format_exc(), None))
+                conn.send(("bug", traceback.format_exc(), None))
                 return
     except (EOFError, KeyboardInterrupt):
         return
@@ -192,45 +266,11 @@ def _local_worker_main(
             session.close()
 
 
-def _descendants(root: int) -> set[int]:
-    """Every process below `root` (Linux /proc; empty elsewhere). Chromium starts in its own process
-    group (Playwright detaches it), so killing the worker's group alone would leave it running."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        return set()
-    children: dict[int, list[int]] = {}
-    for entry in proc.iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            except (OSError, IndexError, ValueError):
-                continue
-            children.setdefault(ppid, []).append(int(entry.name))
-    found: set[int] = set()
-    stack = list(children.get(root, []))
-    while stack:
-        pid = stack.pop()
-        if pid not in found:
-            found.add(pid)
-            stack.extend(children.get(pid, []))
-    return found
-
-
-def kill_process_tree(pid: int) -> None:
-    """SIGKILL a worker, its process group and every descendant (browser included)."""
-    tree = _descendants(pid)
-    with contextlib.suppress(OSError):
-        os.killpg(pid, signal.SIGKILL)
-    for target in (pid, *tree):
-        with contextlib.suppress(OSError):
-            os.kill(target, signal.SIGKILL)
-
-
 class _LocalWorker:
-    """The driver's handle on one worker process: its pipe, and the task it is on since when."""
+    """The driver's handle on one worker process: its pipe, and the job it is on since when."""
 
     def __init__(
-        self, context: Any, env_config: BrowserEnvConfig, factory: PolicyFactory, harness: HarnessConfig
+        self, context: Any, env_config: BrowserSettings, factory: PolicyFactory, harness: HarnessConfig
     ) -> None:
         self.conn, child = context.Pipe(duplex=True)
         self.process = context.Process(
@@ -240,12 +280,12 @@ class _LocalWorker:
         child.close()
         self.ready = False
         self.started_at = time.monotonic()
-        self.index: int | None = None
+        self.job: EpisodeJob | None = None
         self.busy_since = 0.0
 
-    def give(self, index: int, task: Task) -> None:
-        self.conn.send((index, task.model_dump_json()))
-        self.index, self.busy_since = index, time.monotonic()
+    def give(self, job: EpisodeJob) -> None:
+        self.conn.send(job.model_dump_json())
+        self.job, self.busy_since = job, time.monotonic()
 
     def stop(self) -> None:
         with contextlib.suppress(OSError, ValueError):
@@ -262,57 +302,65 @@ class _LocalWorker:
 
 
 def _run_local_pool(
-    tasks: list[Task],
-    policy_factory: PolicyFactory,
-    env_config: BrowserEnvConfig,
+    source: JobSource,
+    factory: PolicyFactory,
+    env_config: BrowserSettings,
     harness_config: HarnessConfig,
     workers: int,
     deadline_s: float,
-    keep: ResultCallback,
+    on_result: ResultCallback,
 ) -> None:
-    """Hand tasks one at a time to free workers; kill and replace a worker past its deadline."""
-    factory = _share_local_server(policy_factory)
+    """Hand ready jobs one at a time to free workers; kill and replace a worker past its deadline."""
     context = multiprocessing.get_context("spawn")
 
     def spawn() -> _LocalWorker:
         return _LocalWorker(context, env_config, factory, harness_config)
 
-    queue = list(range(len(tasks)))
-    pool = [spawn() for _ in range(min(workers, len(tasks)))]
-    pending = len(tasks)
+    queue: deque[EpisodeJob] = deque(source.ready())
+    if not queue:
+        return
+    pool = [spawn() for _ in range(min(workers, len(queue)))]  # never more than can run at once
     try:
-        while pending:
+        while True:
             for worker in pool:
-                if worker.ready and worker.index is None and queue:
-                    index = queue.pop(0)
-                    worker.give(index, tasks[index])
+                if worker.ready and worker.job is None and queue:
+                    worker.give(queue.popleft())
+            if not queue and all(w.job is None for w in pool):
+                queue.extend(source.ready())
+                if not queue:
+                    return
+                continue
             now = time.monotonic()
             waits = [
                 (w.busy_since + deadline_s) - now
-                if w.index is not None
+                if w.job is not None
                 else (w.started_at + WORKER_START_TIMEOUT_S) - now
                 for w in pool
-                if w.index is not None or not w.ready
+                if w.job is not None or not w.ready
             ]
             ready = wait_connections([w.conn for w in pool], timeout=max(0.05, min(waits, default=1.0)))
             for worker in list(pool):
                 if worker.conn in ready:
                     try:
-                        kind, index, payload, shots = worker.conn.recv()
+                        kind, payload, shots = worker.conn.recv()
                     except (EOFError, OSError):
-                        pending -= _replace(pool, worker, spawn, tasks, keep, "the worker process died")
+                        _replace(pool, worker, spawn, on_result, "the worker process died")
+                        queue.extend(source.ready())
                         continue
                     if kind == "ready":
                         worker.ready = True
                     elif kind == "bug":
-                        raise RuntimeError(f"worker failed on {tasks[index].key}:\n{payload}")
+                        key = worker.job.task.key if worker.job is not None else "?"
+                        raise RuntimeError(f"worker failed on {key}:\n{payload}")
                     else:
-                        worker.index = None
-                        keep(index, Trajectory.model_validate_json(payload), list(shots))
-                        pending -= 1
-                elif worker.index is not None and time.monotonic() - worker.busy_since > deadline_s:
+                        job, worker.job = worker.job, None
+                        assert job is not None
+                        on_result(job, Trajectory.model_validate_json(payload), list(shots))
+                        queue.extend(source.ready())
+                elif worker.job is not None and time.monotonic() - worker.busy_since > deadline_s:
                     reason = f"episode exceeded the timeout ({deadline_s:.0f} s with grace); worker killed"
-                    pending -= _replace(pool, worker, spawn, tasks, keep, reason)
+                    _replace(pool, worker, spawn, on_result, reason)
+                    queue.extend(source.ready())
                 elif not worker.ready and time.monotonic() - worker.started_at > WORKER_START_TIMEOUT_S:
                     raise RuntimeError(
                         f"a worker did not start its browser within {WORKER_START_TIMEOUT_S:.0f} s"
@@ -326,24 +374,20 @@ def _replace(
     pool: list[_LocalWorker],
     worker: _LocalWorker,
     spawn: Callable[[], _LocalWorker],
-    tasks: list[Task],
-    keep: ResultCallback,
+    on_result: ResultCallback,
     reason: str,
-) -> int:
-    """Kill `worker`, record its episode (if any) as env_error, start a fresh one; returns episodes ended."""
-    index, since = worker.index, worker.busy_since
+) -> None:
+    """Kill `worker`, record its episode (if any) as env_error, start a fresh one."""
+    job, since = worker.job, worker.busy_since
     worker.kill()
     pool[pool.index(worker)] = spawn()
-    if index is None:
+    if job is None:
         if not worker.ready:
             raise RuntimeError("a worker process died while starting its browser")
-        return 0
-    keep(
-        index,
-        killed_trajectory(tasks[index], seconds=time.monotonic() - since, reason=reason, backend="local"),
-        [None],
+        return
+    on_result(
+        job, killed_trajectory(job, seconds=time.monotonic() - since, reason=reason, backend="local"), [None]
     )
-    return 1
 
 
 # --------------------------------------------------------------------------------------------------
@@ -411,9 +455,9 @@ _RAY_WORKER: dict[str, Any] = {}
 
 
 def _ray_solve(
-    env_json: str, harness_json: str, factory: PolicyFactory, task_json: str
+    env_json: str, harness_json: str, factory: PolicyFactory, job_json: str
 ) -> tuple[str, list[bytes | None]]:
-    """The Ray task: solve one episode in this worker's browser; trajectory JSON and screenshots."""
+    """The Ray task: solve one job in this worker's browser; trajectory JSON and screenshots."""
     from awm.assets import configure_runtime_env
 
     configure_runtime_env()
@@ -421,67 +465,67 @@ def _ray_solve(
         if "session" in _RAY_WORKER:
             _RAY_WORKER.pop("session").close()
         _RAY_WORKER.update(
-            env_json=env_json, session=BrowserSession(BrowserEnvConfig.model_validate_json(env_json))
+            env_json=env_json, session=BrowserSession(BrowserSettings.model_validate_json(env_json))
         )
     shots, on_step = _screenshot_collector()
-    task = Task.model_validate_json(task_json)
-    trajectory = solve(
-        _RAY_WORKER["session"], task, factory, HarnessConfig.model_validate_json(harness_json), on_step
+    job = EpisodeJob.model_validate_json(job_json)
+    trajectory = solve_job(
+        _RAY_WORKER["session"], job, factory, HarnessConfig.model_validate_json(harness_json), on_step
     )
     return trajectory.to_json(), shots
 
 
 def _run_ray(
     ray: Any,
-    tasks: list[Task],
-    policy_factory: PolicyFactory,
-    env_config: BrowserEnvConfig,
+    source: JobSource,
+    factory: PolicyFactory,
+    env_config: BrowserSettings,
     harness_config: HarnessConfig,
-    workers: int,
-    address: str | None,
+    pool: PoolConfig,
     deadline_s: float,
-    keep: ResultCallback,
+    on_result: ResultCallback,
 ) -> None:
     """At most `workers` Ray tasks in flight; `ray.wait` with a timeout, `ray.cancel(force=True)` past it."""
-    factory = _share_local_server(policy_factory)
-    with ray_session(workers, address) as ray:
+    queue: deque[EpisodeJob] = deque(source.ready())
+    if not queue:
+        return
+    with ray_session(pool.workers, pool.ray_address) as ray:
         remote = ray.remote(num_cpus=1, max_retries=0)(_ray_solve)
         env_json, harness_json = env_config.model_dump_json(), harness_config.model_dump_json()
         factory_ref = ray.put(factory)
-        queue = list(range(len(tasks)))
-        running: dict[Any, tuple[int, float]] = {}
+        running: dict[Any, tuple[EpisodeJob, float]] = {}
         while queue or running:
-            while queue and len(running) < workers:
-                index = queue.pop(0)
-                ref = remote.remote(env_json, harness_json, factory_ref, tasks[index].model_dump_json())
-                running[ref] = (index, time.monotonic())
+            while queue and len(running) < pool.workers:
+                job = queue.popleft()
+                ref = remote.remote(env_json, harness_json, factory_ref, job.model_dump_json())
+                running[ref] = (job, time.monotonic())
             now = time.monotonic()
             first_deadline = min(since + deadline_s for _, since in running.values()) - now
             done, _ = ray.wait(list(running), num_returns=1, timeout=max(0.05, first_deadline))
             for ref in done:
-                index, since = running.pop(ref)
+                job, since = running.pop(ref)
                 try:
                     text, shots = ray.get(ref)  # a worker's bug stops the run, with its traceback
                 except ray.exceptions.WorkerCrashedError as exc:  # the process died, not a bug of ours
                     reason = f"the Ray worker process died: {str(exc).splitlines()[0]}"
-                    seconds = time.monotonic() - since
-                    keep(
-                        index,
-                        killed_trajectory(tasks[index], seconds=seconds, reason=reason, backend="ray"),
-                        [None],
+                    trajectory = killed_trajectory(
+                        job, seconds=time.monotonic() - since, reason=reason, backend="ray"
                     )
-                    continue
-                keep(index, Trajectory.model_validate_json(text), list(shots))
+                    on_result(job, trajectory, [None])
+                else:
+                    on_result(job, Trajectory.model_validate_json(text), list(shots))
+                queue.extend(source.ready())
             now = time.monotonic()
-            for ref, (index, since) in list(running.items()):
+            for ref, (job, since) in list(running.items()):
                 if now - since > deadline_s:
                     ray.cancel(ref, force=True)
                     running.pop(ref)
                     reason = (
                         f"episode exceeded the timeout ({deadline_s:.0f} s with grace); Ray task cancelled"
                     )
-                    keep(
-                        index,
-                        killed_trajectory(tasks[index], seconds=now - since, reason=reason, backend="ray"),
-                        [None],
+                    on_result(
+                        job, killed_trajectory(job, seconds=now - since, reason=reason, backend="ray"), [None]
                     )
+                    queue.extend(source.ready())
+            if not queue and not running:
+                queue.extend(source.ready())

@@ -3,11 +3,18 @@
 Pure functions from the arms' episodes to an `AblationReport` (the statistics are here, where the
 tests are dense), then thin writers: `results.json`, `RESULTS.md`, three PNG plots, a Rich table.
 
-Counting rules, stated once: an episode is a success by ground truth when the benchmark gave a
-reward, else by the judge (unknown is never success); every episode counts, so an `env_error`,
-`llm_error` or timeout is a failure and is listed by name. Actor tokens come from the trajectories
-(what the prompts held, whether or not the response cache answered), judge and induction tokens from
-the pipeline's usage meter (real model calls only; cache hits are free and counted apart).
+Counting rules, stated once: success is `awm.evaluation.success.is_success` (its `SUCCESS_RULE` is
+printed in RESULTS.md); every episode counts, so an `env_error`, `llm_error` or timeout is a failure
+and is listed by name. Actor tokens come from the trajectories (what the prompts held, whether or not
+the response cache answered), judge and induction tokens from the pipeline's usage meter (real model
+calls only; cache hits are free and counted apart).
+
+The statistical unit is the task (task id + seed, `ArmEpisode.key`), not the episode: repeats of one
+task share its page, its difficulty and often its cached answers, so pooling them as independent draws
+narrows every interval (by up to the square root of the number of repeats, when repeats agree) without
+any new evidence. With one repeat each
+episode is its own task and an arm's interval is Wilson's over episodes; with repeats it is a seeded
+bootstrap over tasks of the mean per-task success rate, and paired tests compare per-task means.
 """
 
 from __future__ import annotations
@@ -16,8 +23,7 @@ import json
 import math
 import random
 from collections import Counter
-from collections.abc import Sequence
-from importlib import metadata
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +31,10 @@ from pydantic import BaseModel, Field
 from rich.table import Table
 
 from awm.evaluation.audit import JudgeAudit, audit
+from awm.evaluation.success import SUCCESS_RULE, is_success
+from awm.pipeline.summary import INFRA_ENDS, summarize_episode
+from awm.provenance import PROVENANCE_JSON
 from awm.trajectory import Trajectory, utc_now
-from awm.webarena.report import INFRA_ENDS, summarize_episode
 
 RESULTS_JSON = "results.json"
 RESULTS_MD = "RESULTS.md"
@@ -36,7 +44,17 @@ PLOT_TOKENS = "tokens_per_step.png"
 Z95 = 1.959963984540054
 BOOTSTRAP_RESAMPLES = 2000
 COMPONENTS = ("actor", "judge", "induction")
-VERSIONED_PACKAGES = (
+CI_WILSON = "wilson"  # one episode per task: Wilson score interval over episodes
+CI_TASK_BOOTSTRAP = "task-bootstrap"  # repeats: percentile bootstrap over tasks of per-task means
+REPLAY_WARNING = (
+    "repeats > 1 at temperature 0 with the response cache on: every repeat after the first replays the "
+    "cached answers to the same prompts, so the repeats measure nothing new (at most environment noise): "
+    "read the result as one run. For repeats that count, sample "
+    "(llm.temperature > 0: such requests are never cached); turning only the cache off measures no more "
+    "than the server's own nondeterminism."
+)
+# Shown in RESULTS.md beside the commit; the full list is in the provenance.
+KEY_PACKAGES = (
     "awm",
     "browsergym-core",
     "browsergym-miniwob",
@@ -92,6 +110,47 @@ def bootstrap_mean_ci(
     return means[int(0.025 * (resamples - 1))], means[int(0.975 * (resamples - 1))]
 
 
+def success_interval(rows: Sequence[ArmEpisode]) -> tuple[tuple[float, float] | None, str]:
+    """95% interval of one arm's success rate, and its method (`CI_WILSON` or `CI_TASK_BOOTSTRAP`).
+
+    With one episode per task, episodes are independent draws and Wilson's interval over them is
+    right. When a task ran more than once, its repeats are not independent (same page, same difficulty,
+    often the same cached answers), so the task is the unit: a seeded bootstrap over tasks of the mean
+    per-task success rate.
+    """
+    by_task = rows_by_task(rows)
+    if all(len(mine) == 1 for mine in by_task.values()):
+        return wilson_interval(sum(r.success for r in rows), len(rows)), CI_WILSON
+    return bootstrap_mean_ci(list(per_task_mean(by_task, _succeeded).values())), CI_TASK_BOOTSTRAP
+
+
+def rows_by_task(rows: Sequence[ArmEpisode]) -> dict[str, list[ArmEpisode]]:
+    """Episodes grouped by task key (task id + seed), the unit of every interval and paired test."""
+    grouped: dict[str, list[ArmEpisode]] = {}
+    for row in rows:
+        grouped.setdefault(row.key, []).append(row)
+    return grouped
+
+
+def per_task_mean(
+    by_task: dict[str, list[ArmEpisode]], value: Callable[[ArmEpisode], float]
+) -> dict[str, float]:
+    """Each task's mean of `value` over its repeats (every task then weighs the same)."""
+    return {key: sum(value(r) for r in mine) / len(mine) for key, mine in by_task.items() if mine}
+
+
+def _succeeded(row: ArmEpisode) -> float:
+    return float(row.success)
+
+
+def _row_tokens(row: ArmEpisode) -> float:
+    return float(row.prompt_tokens + row.completion_tokens)
+
+
+def _row_steps(row: ArmEpisode) -> float:
+    return float(row.steps)
+
+
 # --------------------------------------------------------------------------------------------------
 # The report model
 # --------------------------------------------------------------------------------------------------
@@ -115,7 +174,7 @@ class ArmRun(BaseModel):
     wall_seconds: float = 0.0
 
 
-class EpisodeRow(BaseModel):
+class ArmEpisode(BaseModel):
     """One episode, flat: a row of the per-task table, a point of the stream plot."""
 
     arm: str
@@ -150,10 +209,12 @@ class ArmStats(BaseModel):
     max_steps: int = 0
     config_hashes: list[str] = Field(default_factory=list)
     repeats: int = 0
+    tasks: int = 0  # distinct task keys (task id + seed): the statistical unit
     episodes: int = 0
     successes: int = 0
-    success_rate: float | None = None
+    success_rate: float | None = None  # mean over tasks of per-task rates (= successes/episodes if balanced)
     ci95: tuple[float, float] | None = None
+    ci_method: str = CI_WILSON  # CI_WILSON or CI_TASK_BOOTSTRAP
     mean_steps: float | None = None
     tokens_per_task: dict[str, float] = Field(default_factory=dict)  # actor, judge, induction, total
     cost_per_task_usd: float = 0.0
@@ -169,17 +230,18 @@ class ArmStats(BaseModel):
 
 
 class PairedComparison(BaseModel):
-    """Arm B against arm A on the same task, seed and repeat."""
+    """Arm B against arm A, task by task (task id + seed), each arm averaged over its repeats."""
 
     arm_a: str
     arm_b: str
-    pairs: int
-    b_wins: int  # B solved, A did not
+    pairs: int  # tasks both arms ran
+    b_wins: int  # tasks where B's mean success over repeats is higher
     a_wins: int
     ties: int
-    mean_success_diff: float | None = None  # B - A, in [-1, 1]
-    ci95: tuple[float, float] | None = None  # bootstrap of the mean difference
-    sign_test_p: float | None = None
+    unpaired: int = 0  # tasks only one of the arms ran (left out)
+    mean_success_diff: float | None = None  # B - A, in [-1, 1], mean over tasks
+    ci95: tuple[float, float] | None = None  # bootstrap over tasks of the mean difference
+    sign_test_p: float | None = None  # over tasks, ties dropped
     mean_tokens_diff: float | None = None
     mean_steps_diff: float | None = None
 
@@ -205,15 +267,19 @@ class AblationReport(BaseModel):
     config_path: str
     config_hash: str
     created_at: str = Field(default_factory=utc_now)
-    packages: dict[str, str] = Field(default_factory=dict)
+    provenance: dict[str, Any] | None = None  # `awm.provenance.collect_provenance`: commit, packages, command
     model: str = "-"
     backend: str = "-"
     base: dict[str, Any] = Field(default_factory=dict)
     repeats: int = 1
+    temperature: float | None = None
+    cache: bool | None = None
+    success_rule: str = SUCCESS_RULE
+    warnings: list[str] = Field(default_factory=list)  # what makes these numbers weaker than they look
     arms: list[ArmStats] = Field(default_factory=list)
     comparisons: list[PairedComparison] = Field(default_factory=list)
     per_task: dict[str, dict[str, list[int]]] = Field(default_factory=dict)  # task -> arm -> [succ, n]
-    episodes: list[EpisodeRow] = Field(default_factory=list)
+    episodes: list[ArmEpisode] = Field(default_factory=list)
     budget_match: BudgetMatch | None = None
     plots: list[str] = Field(default_factory=list)
     seconds: float = 0.0
@@ -224,22 +290,23 @@ class AblationReport(BaseModel):
 # --------------------------------------------------------------------------------------------------
 
 
-# Per-episode figures computed once, by the run summary (`awm.webarena.report.summarize_episode`).
+# Per-episode figures computed once, by the run summary (`awm.pipeline.summary.summarize_episode`).
 _SHARED_WITH_SUMMARY = {
-    "key", "scope", "seed", "trajectory_id", "success", "reward", "judge", "end", "steps",
+    "key", "scope", "seed", "trajectory_id", "reward", "judge", "end", "steps",
     "prompt_tokens", "completion_tokens", "seconds", "failure_classes",
 }  # fmt: skip
 
 
-def episode_rows(run: ArmRun) -> list[EpisodeRow]:
+def episode_rows(run: ArmRun) -> list[ArmEpisode]:
     rows = []
     for position, t in enumerate(run.trajectories):
         seen, after = run.versions.get(t.task.key, (t.memory_version, None))
         errors = [s.error for s in t.steps if s.error and s.outcome in ("env_error", "llm_error")]
         shared = summarize_episode(t).model_dump(include=_SHARED_WITH_SUMMARY)
         rows.append(
-            EpisodeRow(
+            ArmEpisode(
                 **shared,
+                success=is_success(t),
                 arm=run.arm,
                 repeat=run.repeat,
                 position=position,
@@ -275,6 +342,8 @@ def arm_stats(name: str, runs: Sequence[ArmRun], *, actor_cost_usd: float = 0.0)
     trajectories = [t for run in runs for t in run.trajectories]
     n = len(rows)
     successes = sum(r.success for r in rows)
+    task_rates = per_task_mean(rows_by_task(rows), _succeeded)
+    ci95, ci_method = success_interval(rows)
     usage = _usage_sum(runs)
     actor_tokens = sum(r.prompt_tokens + r.completion_tokens for r in rows)
     per = (lambda x: x / n) if n else (lambda x: 0.0)
@@ -309,10 +378,12 @@ def arm_stats(name: str, runs: Sequence[ArmRun], *, actor_cost_usd: float = 0.0)
         max_steps=first.max_steps if first else 0,
         config_hashes=sorted({run.config_hash for run in runs if run.config_hash}),
         repeats=len(runs),
+        tasks=len(task_rates),
         episodes=n,
         successes=successes,
-        success_rate=successes / n if n else None,
-        ci95=wilson_interval(successes, n),
+        success_rate=sum(task_rates.values()) / len(task_rates) if task_rates else None,
+        ci95=ci95,
+        ci_method=ci_method,
         mean_steps=sum(r.steps for r in rows) / n if n else None,
         tokens_per_task={k: round(v, 1) for k, v in tokens.items()},
         cost_per_task_usd=per(actor_cost_usd + other_cost),
@@ -328,17 +399,27 @@ def arm_stats(name: str, runs: Sequence[ArmRun], *, actor_cost_usd: float = 0.0)
     )
 
 
-def compare(a: str, b: str, rows: Sequence[EpisodeRow]) -> PairedComparison:
-    """Pair the two arms' episodes by (task key, repeat); B minus A."""
-    by_a = {(r.key, r.repeat): r for r in rows if r.arm == a}
-    by_b = {(r.key, r.repeat): r for r in rows if r.arm == b}
-    keys = sorted(set(by_a) & set(by_b))
-    diffs = [float(by_b[k].success) - float(by_a[k].success) for k in keys]
-    b_wins, a_wins = sum(d > 0 for d in diffs), sum(d < 0 for d in diffs)
+def compare(a: str, b: str, rows: Sequence[ArmEpisode]) -> PairedComparison:
+    """B minus A, paired by task (task id + seed): per task, the difference of the two arms' mean
+    success over their repeats; the sign test counts tasks and the bootstrap resamples tasks.
+
+    Why not pair by repeat: repeat 2 of A has no more in common with repeat 2 of B than with repeat 1,
+    and pairing (task, repeat) would count one task's repeats as independent evidence.
+    """
+    tasks_a = rows_by_task([r for r in rows if r.arm == a])
+    tasks_b = rows_by_task([r for r in rows if r.arm == b])
+    keys = sorted(set(tasks_a) & set(tasks_b))
+
+    def diffs(value: Callable[[ArmEpisode], float]) -> list[float]:
+        mean_a = per_task_mean({k: tasks_a[k] for k in keys}, value)
+        mean_b = per_task_mean({k: tasks_b[k] for k in keys}, value)
+        return [mean_b[k] - mean_a[k] for k in keys]
 
     def mean(values: list[float]) -> float | None:
         return sum(values) / len(values) if values else None
 
+    success = diffs(_succeeded)
+    b_wins, a_wins = sum(d > 0 for d in success), sum(d < 0 for d in success)
     return PairedComparison(
         arm_a=a,
         arm_b=b,
@@ -346,33 +427,20 @@ def compare(a: str, b: str, rows: Sequence[EpisodeRow]) -> PairedComparison:
         b_wins=b_wins,
         a_wins=a_wins,
         ties=len(keys) - b_wins - a_wins,
-        mean_success_diff=mean(diffs),
-        ci95=bootstrap_mean_ci(diffs),
+        unpaired=len(set(tasks_a) ^ set(tasks_b)),
+        mean_success_diff=mean(success),
+        ci95=bootstrap_mean_ci(success),
         sign_test_p=sign_test_p(b_wins, a_wins),
-        mean_tokens_diff=mean(
-            [
-                float(
-                    by_b[k].prompt_tokens
-                    + by_b[k].completion_tokens
-                    - by_a[k].prompt_tokens
-                    - by_a[k].completion_tokens
-                )
-                for k in keys
-            ]
-        ),
-        mean_steps_diff=mean([float(by_b[k].steps - by_a[k].steps) for k in keys]),
+        mean_tokens_diff=mean(diffs(_row_tokens)),
+        mean_steps_diff=mean(diffs(_row_steps)),
     )
 
 
-def package_versions(names: Sequence[str] = VERSIONED_PACKAGES) -> dict[str, str]:
-    """Installed versions of the packages that shape results ('-' where not installed)."""
-    out = {}
-    for name in names:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = "-"
-    return out
+def replay_warnings(repeats: int, *, temperature: float | None, cache: bool | None) -> list[str]:
+    """Why these repeats may be copies of one run: greedy decoding served from the response cache."""
+    if repeats > 1 and temperature == 0 and cache is True:
+        return [REPLAY_WARNING]
+    return []
 
 
 def build_report(
@@ -388,8 +456,16 @@ def build_report(
     actor_costs: dict[str, float] | None = None,
     budget_match: BudgetMatch | None = None,
     seconds: float = 0.0,
+    temperature: float | None = None,
+    cache: bool | None = None,
+    provenance: dict[str, Any] | None = None,
 ) -> AblationReport:
-    """The whole report; arms in first-run order, each compared with the first arm (the baseline)."""
+    """The whole report; arms in first-run order, each compared with the first arm (the baseline).
+
+    `temperature` and `cache` are the actor's sampling temperature and whether the response cache was
+    on (None: not known, e.g. a scripted policy); with repeats they decide the replay warning.
+    `provenance` is `awm.provenance.collect_provenance()` taken when the run started, carried as is.
+    """
     order = list(dict.fromkeys(run.arm for run in runs))
     arms = [
         arm_stats(arm, [r for r in runs if r.arm == arm], actor_cost_usd=(actor_costs or {}).get(arm, 0.0))
@@ -412,11 +488,14 @@ def build_report(
         name=name,
         config_path=config_path,
         config_hash=config_hash,
-        packages=package_versions(),
+        provenance=provenance,
         model=model,
         backend=backend,
         base=base,
         repeats=repeats,
+        temperature=temperature,
+        cache=cache,
+        warnings=replay_warnings(repeats, temperature=temperature, cache=cache),
         arms=arms,
         comparisons=comparisons,
         per_task=per_task,
@@ -451,16 +530,64 @@ def _p(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
+def provenance_lines(provenance: dict[str, Any] | None) -> list[str]:
+    """RESULTS.md's identity lines: the commit (and whether the tree was edited), the command, the
+    packages (a few by name, the count of all), pointing to `provenance.json` for the rest."""
+    if provenance is None:
+        return ["- provenance: not recorded (no commit, command or package list for this report)"]
+    commit = provenance.get("commit")
+    if commit is None:
+        code = "not a git checkout (no commit recorded)"
+    else:
+        dirty = provenance.get("dirty")
+        state = {True: ", dirty: uncommitted changes", False: ", clean"}.get(dirty, ", state unknown")
+        code = f"commit `{commit}`{state}"
+    packages: dict[str, str] = provenance.get("packages") or {}
+    lower = {name.lower(): version for name, version in packages.items()}
+    key = ", ".join(f"{name} {lower[name]}" for name in KEY_PACKAGES if name in lower)
+    return [
+        f"- code: {code} (full record: [{PROVENANCE_JSON}]({PROVENANCE_JSON}))",
+        f"- command: `{provenance.get('command_line', '-')}`",
+        f"- python {provenance.get('python', '-')} on {provenance.get('platform', '-')}",
+        f"- packages: {len(packages)} installed; {key or '-'}",
+    ]
+
+
+def _interval_note(report: AblationReport) -> str:
+    """Which interval each arm carries, and why, in one sentence for RESULTS.md."""
+    methods = {a.ci_method for a in report.arms}
+    wilson = "Wilson score intervals over episodes (one repeat: every episode is a different task)"
+    bootstrap = (
+        f"a seeded percentile bootstrap ({BOOTSTRAP_RESAMPLES} resamples) over tasks (task id + seed) of "
+        "the mean per-task success rate, because repeats of one task are not independent draws"
+    )
+    if methods == {CI_WILSON}:
+        return f"95% intervals are {wilson}."
+    if methods == {CI_TASK_BOOTSTRAP}:
+        return f"95% intervals are {bootstrap}."
+    mixed = ", ".join(f"{a.name}: {a.ci_method}" for a in report.arms)
+    return f"95% intervals are {wilson} where a task ran once, else {bootstrap} ({mixed})."
+
+
 def render_markdown(report: AblationReport) -> str:
     """`RESULTS.md`: identity, the arms, the pairs, each task, failures, judge audit, memory versions."""
+    sampling = (
+        ""
+        if report.temperature is None
+        else f", temperature {report.temperature:g}, response cache {'on' if report.cache else 'off'}"
+    )
     lines = [
         f"# Ablation {report.name}",
         "",
         f"- config: `{report.config_path}` (hash `{report.config_hash}`), {report.repeats} repeat(s) per arm",
-        f"- model: `{report.model}` (backend {report.backend})",
+        f"- model: `{report.model}` (backend {report.backend}{sampling})",
         f"- written: {report.created_at}, {report.seconds:.0f} s of wall time in total",
-        "- packages: " + ", ".join(f"{k} {v}" for k, v in report.packages.items() if v != "-"),
+        *provenance_lines(report.provenance),
         "",
+    ]
+    if report.warnings:
+        lines += ["## Warnings", "", *(f"- **Warning:** {w}" for w in report.warnings), ""]
+    lines += [
         "Base pipeline config:",
         "",
         "```json",
@@ -469,18 +596,21 @@ def render_markdown(report: AblationReport) -> str:
         "",
         "## Arms",
         "",
-        "Success is ground truth where the benchmark gives a reward; errors (env_error, llm_error, timeout) "
-        "count as failures. Tokens per task: actor (from the trajectories) + judge + induction (real model "
-        "calls). 95% intervals are Wilson score intervals.",
+        f"Success rule: {report.success_rule}",
         "",
-        "| arm | overrides | success | 95% CI | mean steps | tokens/task (actor / judge / induction = total) | cost/task | s/task | errors |",
-        "|---|---|---:|---|---:|---|---:|---:|---:|",
+        "Success is the mean over tasks of each task's success rate over its repeats (successes/episodes "
+        "when every task ran every repeat). Tokens per task: actor (from the trajectories) + judge + "
+        f"induction (real model calls). {_interval_note(report)}",
+        "",
+        "| arm | overrides | tasks | success | 95% CI | mean steps | tokens/task (actor / judge / induction = total) | cost/task | s/task | errors |",
+        "|---|---|---:|---:|---|---:|---|---:|---:|---:|",
     ]
     for a in report.arms:
         t = a.tokens_per_task
         overrides = ", ".join(f"{k}={v}" for k, v in a.overrides.items()) or "-"
         lines.append(
-            f"| {a.name} | {overrides} | {a.successes}/{a.episodes} ({_pct(a.success_rate)}) | {_ci(a.ci95)} | "
+            f"| {a.name} | {overrides} | {a.tasks} | {a.successes}/{a.episodes} ({_pct(a.success_rate)}) | "
+            f"{_ci(a.ci95)} | "
             f"{_num(a.mean_steps, 2)} | {_num(t.get('actor'), 0)} / {_num(t.get('judge'), 0)} / "
             f"{_num(t.get('induction'), 0)} = {_num(t.get('total'), 0)} | ${a.cost_per_task_usd:.4f} | "
             f"{_num(a.seconds_per_task)} | {len(a.errors)} |"
@@ -488,18 +618,20 @@ def render_markdown(report: AblationReport) -> str:
     if report.comparisons:
         lines += [
             "",
-            "## Paired differences (same task, seed and repeat)",
+            "## Paired differences (per task: same task id and seed)",
             "",
-            "B minus A. The interval is a seeded percentile bootstrap of the mean difference; p is the exact "
-            "two-sided sign test over pairs that differ.",
+            "B minus A, one pair per task: the difference of the two arms' mean success over their repeats. "
+            "The interval is a seeded percentile bootstrap over tasks of the mean difference; p is the exact "
+            "two-sided sign test over tasks that differ (ties dropped). Tasks only one arm ran are left out "
+            "(unpaired).",
             "",
-            "| A | B | pairs | B better | A better | ties | success diff | 95% CI | sign test p | tokens diff/task | steps diff/task |",
-            "|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+            "| A | B | tasks | B better | A better | ties | unpaired | success diff | 95% CI | sign test p | tokens diff/task | steps diff/task |",
+            "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
         ]
         for c in report.comparisons:
             diff = "n/a" if c.mean_success_diff is None else f"{100 * c.mean_success_diff:+.1f} pts"
             lines.append(
-                f"| {c.arm_a} | {c.arm_b} | {c.pairs} | {c.b_wins} | {c.a_wins} | {c.ties} | {diff} | "
+                f"| {c.arm_a} | {c.arm_b} | {c.pairs} | {c.b_wins} | {c.a_wins} | {c.ties} | {c.unpaired} | {diff} | "
                 f"{_ci(c.ci95, signed=True)} | {_p(c.sign_test_p)} | {_num(c.mean_tokens_diff, 0)} | "
                 f"{_num(c.mean_steps_diff, 2)} |"
             )
@@ -571,7 +703,8 @@ def render_markdown(report: AblationReport) -> str:
 
 def rich_tables(report: AblationReport) -> list[Table]:
     """The comparison printed at the end of `awm ablate`."""
-    arms = Table(title=f"Ablation {report.name}: {report.model}", caption=f"config {report.config_hash}")
+    caption = "\n".join([f"config {report.config_hash}", *(f"warning: {w}" for w in report.warnings)])
+    arms = Table(title=f"Ablation {report.name}: {report.model}", caption=caption)
     for column in ("arm", "success", "95% CI", "steps", "tokens/task", "cost/task", "s/task", "errors"):
         arms.add_column(column, justify="left" if column in ("arm", "95% CI") else "right")
     for a in report.arms:
@@ -587,8 +720,8 @@ def rich_tables(report: AblationReport) -> list[Table]:
         )
     tables = [arms]
     if report.comparisons:
-        pairs = Table(title="Paired differences (B - A)")
-        for column in ("A", "B", "pairs", "B better", "A better", "diff", "95% CI", "sign p"):
+        pairs = Table(title="Paired differences per task (B - A)")
+        for column in ("A", "B", "tasks", "B better", "A better", "diff", "95% CI", "sign p"):
             pairs.add_column(column, justify="left" if column in ("A", "B", "95% CI") else "right")
         for c in report.comparisons:
             diff = "n/a" if c.mean_success_diff is None else f"{100 * c.mean_success_diff:+.1f} pts"

@@ -7,7 +7,8 @@ so nothing downstream runs on missing or partial input. Bugs keep their tracebac
 
 `PipelineContext` holds what the stages share: settings, the arm's config, the run folder, the arm's
 own memory store (``run_dir/memory.sqlite``, so arms never share memory, unless ``memory = "fixed"``),
-the run recorder, LLM clients metered per purpose, the retriever and one browser session.
+the run recorder, LLM clients metered per purpose, and the one policy factory. The browsers belong to
+the worker pool (`awm.pipeline.parallel`), not to the context.
 """
 
 from __future__ import annotations
@@ -19,23 +20,25 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import BaseModel, Field
+
 from awm.config import Settings
 from awm.config import config_hash as settings_hash
 from awm.errors import AwmError, ConfigError, StageError
-from awm.induction.admission import AdmissionResult, admit, check_rule
-from awm.induction.merge import merge_workflows
+from awm.evaluation.admission import AdmissionResult, admit, check_rule
 from awm.llm.usage import UsageMeter
 from awm.memory.store import MemoryVersion, WorkflowStore
 from awm.memory.workflow import Workflow
 from awm.pipeline.config import PipelineConfig
-from awm.trajectory import Step, Task, Trajectory
+from awm.trajectory import Task, Trajectory
 
 if TYPE_CHECKING:
+    from awm.config import BrowserSettings
     from awm.llm.base import LLMClient
-    from awm.memory.retrieval import RetrievedMemory, Retriever
+    from awm.memory.view import MemoryView
+    from awm.pipeline.policy import PolicyFactory
     from awm.traces import RunRecorder
-    from awm.webarena.env import BrowserEnvConfig, BrowserSession
-    from awm.webarena.harness import Decision, DecisionContext, HarnessConfig, Policy
+    from awm.webarena.harness import HarnessConfig
 
 STAGES: tuple[str, ...] = ("solve", "evaluate", "admit", "induce", "commit")
 MEMORY_DB_NAME = "memory.sqlite"
@@ -140,7 +143,7 @@ class StageContext(Protocol):
 
 class PipelineContext:
     """What the stages share for one arm in one run folder. Open with `PipelineContext.open`,
-    close with `close(status)` (closes the browser, the store and the recorder)."""
+    close with `close(status)` (closes the store and the recorder)."""
 
     def __init__(
         self,
@@ -152,10 +155,8 @@ class PipelineContext:
         recorder: RunRecorder,
         clients: Clients,
         meter: UsageMeter,
-        env_config: BrowserEnvConfig,
+        env_config: BrowserSettings,
         harness_config: HarnessConfig,
-        session_factory: Callable[[], BrowserSession],
-        retriever: Retriever | None = None,
         config_hash: str = "",
     ) -> None:
         self.config = config
@@ -167,9 +168,6 @@ class PipelineContext:
         self.meter = meter
         self.env_config = env_config
         self.harness_config = harness_config
-        self.session_factory = session_factory
-        self._retriever = retriever
-        self._session: BrowserSession | None = None
         self.config_hash = config_hash
 
     @classmethod
@@ -180,12 +178,12 @@ class PipelineContext:
         run_dir: Path,
         *,
         clients: Clients | None = None,
-        env_config: BrowserEnvConfig | None = None,
-        session_factory: Callable[[], BrowserSession] | None = None,
+        env_config: BrowserSettings | None = None,
     ) -> PipelineContext:
-        """Open (or resume) the run folder: recorder (refuses another config's folder), the arm's store."""
+        """Open (or resume) the run folder: recorder (refuses another config's folder), the arm's store.
+
+        The embedded model's server is given one slot per worker, so parallel workers share it."""
         from awm.traces import RunRecorder
-        from awm.webarena.env import BrowserEnvConfig, BrowserSession
         from awm.webarena.harness import HarnessConfig
 
         run_dir = Path(run_dir)
@@ -195,10 +193,11 @@ class PipelineContext:
                 f"memory = 'fixed' reads an existing memory database, but {db} does not exist "
                 "(set memory_db in the config, or use memory = 'online')"
             )
-        arm_settings = settings.model_copy(update={"memory_db": db})
+        llm = settings.llm.model_copy(update={"local_slots": max(settings.llm.local_slots, config.workers)})
+        arm_settings = settings.model_copy(update={"memory_db": db, "llm": llm})
         meter = clients.meter if clients is not None else UsageMeter()
         clients = clients or Clients(arm_settings, meter)
-        env_config = env_config or BrowserEnvConfig(episode_timeout_s=config.episode_timeout_s)
+        env_config = env_config or arm_settings.browser
         harness = HarnessConfig(max_steps=config.max_steps, episode_timeout_s=config.episode_timeout_s)
         payload, digest = run_config(config, settings)
         recorder = RunRecorder(run_dir, config=payload, config_hash=digest, name=config.name)
@@ -213,7 +212,6 @@ class PipelineContext:
             meter=meter,
             env_config=env_config,
             harness_config=harness,
-            session_factory=session_factory or (lambda: BrowserSession(env_config)),
             config_hash=digest,
         )
 
@@ -227,87 +225,35 @@ class PipelineContext:
     def has_memory(self) -> bool:
         return self._store is not None
 
-    @property
-    def retriever(self) -> Retriever:
-        if self._retriever is None:
-            from awm.memory.retrieval import Retriever
-
-            self._retriever = Retriever()
-        return self._retriever
-
-    def session(self) -> BrowserSession:
-        """The run's browser, started on first use (a resumed run with nothing left starts none)."""
-        if self._session is None:
-            self._session = self.session_factory()
-        return self._session
-
     def head_version(self, scope: str) -> int | None:
         return self._store.head_version(scope) if self._store is not None else None
 
-    def memory_lookup(self, task: Task) -> Callable[[str], RetrievedMemory | None] | None:
-        """The memory view for one episode: the task's scope at its head when the goal is known."""
+    def memory_scope(self, task: Task) -> str:
+        """The scope a task's episode reads: the arm's fixed scope, else the task's own."""
+        return self.config.memory_scope or task.scope
+
+    def view_for(self, task: Task) -> MemoryView | None:
+        """The immutable memory view of one episode, resolved now (before the episode starts)."""
         if self._store is None:
             return None
-        store, scope, mode, k = self._store, task.scope, self.config.memory_mode, self.config.k
+        from awm.memory.view import view_at_head
 
-        def lookup(goal: str) -> RetrievedMemory | None:
-            found = self.retriever.retrieve(store, scope, goal, mode=mode, k=k)
-            return found if found.version is not None else None
+        return view_at_head(
+            self._store, self.memory_scope(task), mode=self.config.memory_mode, k=self.config.k
+        )
 
-        return lookup
+    def policy_factory(self) -> PolicyFactory:
+        """The one policy factory, with this arm's actor client (metered) for in-process episodes."""
+        from awm.pipeline.policy import PolicyFactory
 
-    def policy(self, task: Task) -> Policy:
-        """The policy of one episode, reading this arm's memory."""
-        lookup = self.memory_lookup(task)
-        if self.config.policy == "scripted":
-            from awm.webarena.policies import MiniWobScriptedPolicy
-
-            name = task.task_id.rsplit(".", 1)[-1]
-            if task.benchmark != "miniwob" or name not in MiniWobScriptedPolicy.TASKS:
-                raise ConfigError(
-                    f"policy 'scripted' knows only MiniWoB {', '.join(MiniWobScriptedPolicy.TASKS)} (got {task.task_id})"
-                )
-            return MemoryViewPolicy(MiniWobScriptedPolicy(), lookup)
-        from awm.webarena.agent import LLMAgent
-
-        client = self.clients.actor
-        return LLMAgent(client, client.token_counter(), settings=self.settings, memory=lookup)
+        client = self.clients.actor if self.config.policy == "llm" else None
+        return PolicyFactory(self.settings, self.config.policy, client=client)
 
     def close(self, status: str = "done") -> None:
-        if self._session is not None:
-            self._session.close()
-            self._session = None
         if self._store is not None:
             self._store.close()
             self._store = None
         self.recorder.close(status=status)
-
-
-class MemoryViewPolicy:
-    """A scripted policy that is shown memory the way the LLM agent is (looked up at the first step,
-    recorded in `memory_use`), so scripted pipeline runs exercise the same versioning path. The
-    scripted decisions themselves ignore the workflows."""
-
-    def __init__(self, inner: Policy, lookup: Callable[[str], RetrievedMemory | None] | None) -> None:
-        from awm.webarena.agent import MemoryUse
-
-        self.inner = inner
-        self.name = inner.name
-        self._lookup = lookup
-        self._looked_up = False
-        self.memory_use = MemoryUse()
-
-    def decide(self, ctx: DecisionContext) -> Decision:
-        if not self._looked_up and self._lookup is not None:
-            self._looked_up = True
-            found = self._lookup(ctx.page.goal or ctx.task.goal)
-            if found is not None:
-                self.memory_use.scope, self.memory_use.version = found.scope, found.version
-                self.memory_use.workflows = [w.name for w in found.workflows]
-        decision = self.inner.decide(ctx)
-        if self.memory_use.version is not None:
-            decision = decision.model_copy(update={"memory_version": self.memory_use.version})
-        return decision
 
 
 # --------------------------------------------------------------------------------------------------
@@ -315,44 +261,12 @@ class MemoryViewPolicy:
 # --------------------------------------------------------------------------------------------------
 
 
-def solve_episode(task: Task, ctx: PipelineContext) -> Trajectory:
-    """One episode, every step recorded as it happens, ended in the run folder with its GT reward."""
-    from awm.webarena.harness import run_episode
-    from awm.webarena.runner import annotate, new_trajectory_id
-
-    task = task.model_copy(deep=True)  # reset() writes the goal into the task
-    policy = ctx.policy(task)
-    started: set[str] = set()
-
-    def on_step(trajectory: Trajectory, step: Step, png: bytes | None) -> None:
-        if trajectory.trajectory_id not in started:
-            started.add(trajectory.trajectory_id)
-            ctx.recorder.start_episode(trajectory)
-        prompt_hash = trajectory.meta.get("prompt_hashes", {}).get(str(step.index), "")
-        ctx.recorder.record_step(trajectory, step, png, prompt_hash=prompt_hash)
-
-    trajectory = run_episode(
-        ctx.session(),
-        policy,
-        task,
-        ctx.harness_config,
-        on_step=on_step,
-        trajectory_id=new_trajectory_id(task),
-    )
-    trajectory = annotate(trajectory, policy)
-    ctx.recorder.end_episode(trajectory)
-    return trajectory
-
-
-def solve_stage(tasks: list[Task], *, ctx: PipelineContext) -> list[Trajectory]:
-    """Solve tasks in order, one browser; an episode's own failures (model down, page crash) end that
-    episode with a failure class, a failure to run at all (no Chromium, unknown task) fails the stage."""
-    with stage_guard("solve"):
-        return [solve_episode(task, ctx) for task in tasks]
-
-
 def evaluate_stage(
-    trajectories: list[Trajectory], *, ctx: StageContext, record: bool = True
+    trajectories: list[Trajectory],
+    *,
+    ctx: StageContext,
+    record: bool = True,
+    on_each: Callable[[Trajectory], None] | None = None,
 ) -> list[Trajectory]:
     """Check each GT reward (set by the harness) and, with ``judge = true``, add the judge's label.
 
@@ -375,6 +289,8 @@ def evaluate_stage(
                 if record:
                     ctx.recorder.record_verdict(trajectory.trajectory_id, verdict)
             out.append(trajectory.model_copy(update={"verdict": verdict}))
+            if on_each is not None:
+                on_each(out[-1])
     return out
 
 
@@ -388,47 +304,57 @@ def _has_executed_step(trajectory: Trajectory) -> bool:
     return any(s.action is not None and s.outcome == "ok" for s in trajectory.steps)
 
 
+class InductionOutcome(BaseModel):
+    """What an induction produced: candidate workflows, or none and why (a result, not a failure),
+    and what the inducer spent."""
+
+    candidates: list[Workflow] = Field(default_factory=list)
+    reason: str = ""  # why there is no candidate (empty when there are candidates)
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 def induce_stage(
     admitted: Sequence[Trajectory], *, mode: str, ctx: StageContext, admission: str | None = None
-) -> list[Workflow]:
-    """Candidate workflows from admitted trajectories (rule-based or by the induction LLM).
+) -> InductionOutcome:
+    """Candidate workflows from admitted trajectories (rule-based or by the induction LLM): pure apart
+    from the model call, nothing is written.
 
-    No admitted trajectory with an executed step means nothing to learn: an empty list, not a
-    failure. An inducer that is given trajectories and returns nothing usable (garbage from the
-    model, the model unreachable) fails the stage.
+    No usable workflow (nothing admitted acted, a workflow too short, the model's answer unparsable or
+    empty) is a result with its reason, and the caller commits nothing. Only a broken stage fails it:
+    the model unreachable after retries, an unknown mode.
     """
+    from awm.induction.neural import InductionError
+
     usable = [t for t in admitted if _has_executed_step(t)]
     if not usable:
-        return []
+        return InductionOutcome(reason="no admitted trajectory with an executed step")
     rule = admission or ctx.config.admission
     with stage_guard("induce"):
         if mode == "rule":
             from awm.induction.rule import induce_rule
 
             candidates, _ = induce_rule(usable, admission=rule)
+            outcome = InductionOutcome(candidates=candidates)
         elif mode == "neural":
             from awm.induction.neural import induce_neural
 
-            candidates, _ = induce_neural(usable, client=ctx.clients.induction, admission=rule)
+            try:
+                candidates, report = induce_neural(usable, client=ctx.clients.induction, admission=rule)
+            except InductionError as exc:
+                return InductionOutcome(reason=f"neural induction produced no usable workflow: {exc}")
+            outcome = InductionOutcome(
+                candidates=candidates,
+                llm_calls=report.calls,
+                prompt_tokens=report.prompt_tokens,
+                completion_tokens=report.completion_tokens,
+            )
         else:
             raise ConfigError(f"induction mode '{mode}' is unknown; expected rule or neural")
-        if not candidates:
-            raise PipelineStageError(
-                "induce", f"{mode} induction returned no workflow from {len(usable)} trajectories"
-            )
-        return candidates
-
-
-def find_commit(store: WorkflowStore, scope: str, message: str) -> MemoryVersion | None:
-    """The version of `scope` committed with exactly `message`, if any (what makes commits idempotent)."""
-    for info in reversed(store.log(scope)):
-        if info.message == message:
-            return store.get(scope, info.version)
-    return None
-
-
-class _NoChange(Exception):
-    """Aborts a store update when merging the candidates changes nothing."""
+    if not outcome.candidates:
+        outcome.reason = f"{mode} induction returned no workflow from {len(usable)} trajectories"
+    return outcome
 
 
 def commit_stage(
@@ -440,28 +366,16 @@ def commit_stage(
     message: str,
     provenance: dict[str, Any] | None = None,
 ) -> MemoryVersion | None:
-    """Merge candidates into the scope's head and commit a new version; None when nothing changed.
+    """Merge candidates into the scope's head and commit a new version through the one commit path
+    (`awm.induction.commit.commit_candidates`): idempotent by `message` (a version with this message is
+    returned, nothing is committed twice), None when nothing changed. Give each commit point its own
+    message (e.g. ``online after <task key>``)."""
+    from awm.induction.commit import commit_candidates
 
-    Idempotent by `message`: if a version with this message exists (the commit happened, but the
-    process died before the pipeline state said so), that version is returned and nothing is
-    committed twice. Give each commit point its own message (e.g. ``online after <task key>``).
-    """
     with stage_guard("commit"):
         if not message.strip():
             raise ConfigError("a pipeline commit needs a message that names its commit point")
-        existing = find_commit(store, scope, message)
-        if existing is not None:
-            return existing
-        if not candidates:
-            return None
-
-        def change(current: list[Workflow]) -> list[Workflow]:
-            merged, report = merge_workflows(current, candidates)
-            if not report.changed:
-                raise _NoChange
-            return merged
-
-        try:
-            return store.update(scope, change, author=author, message=message, provenance=provenance)
-        except _NoChange:
-            return None
+        result = commit_candidates(
+            store, scope, candidates, author=author, message=message, provenance=provenance
+        )
+        return result.version

@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS pipeline_state (
     memory_version_seen INTEGER,
     memory_version_after INTEGER,
     commit_message TEXT NOT NULL DEFAULT '',
+    induction TEXT NOT NULL DEFAULT '',
     updated_at TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS pipeline_run (
@@ -70,13 +71,8 @@ class TaskState(BaseModel):
     memory_version_seen: int | None = None
     memory_version_after: int | None = None
     commit_message: str = ""
+    induction: str = ""  # what this task's commit point did: a version, nothing new, or why no workflow
     updated_at: str = ""
-
-
-class RunStatus(BaseModel):
-    status: str  # running | done | failed
-    failed_stage: str | None = None
-    error: str = ""
 
 
 class PipelineState:
@@ -96,6 +92,9 @@ class PipelineState:
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._conn.row_factory = sqlite3.Row
         self._conn.executescript(SCHEMA)
+        columns = {r["name"] for r in self._conn.execute("PRAGMA table_info(pipeline_state)")}
+        if "induction" not in columns:  # a run folder written before the column existed
+            self._conn.execute("ALTER TABLE pipeline_state ADD COLUMN induction TEXT NOT NULL DEFAULT ''")
 
     def close(self) -> None:
         self._conn.close()
@@ -143,10 +142,6 @@ class PipelineState:
         row = self._conn.execute("SELECT * FROM pipeline_state WHERE task_key = ?", (task_key,)).fetchone()
         return None if row is None else TaskState.model_validate(dict(row))
 
-    def tasks(self) -> list[TaskState]:
-        rows = self._conn.execute("SELECT * FROM pipeline_state ORDER BY position").fetchall()
-        return [TaskState.model_validate(dict(r)) for r in rows]
-
     def put(self, state: TaskState) -> TaskState:
         values = state.model_dump() | {"updated_at": utc_now()}
         columns = ", ".join(values)
@@ -190,11 +185,6 @@ class PipelineState:
             trajectory_path(self.run_dir, episode_id).unlink(missing_ok=True)
         return ids
 
-    def episode_counts(self) -> dict[str, int]:
-        """Episodes per task key (a test and `resume` check that each appears once)."""
-        rows = self._conn.execute("SELECT task_key, COUNT(*) AS n FROM episode GROUP BY task_key").fetchall()
-        return {r["task_key"]: int(r["n"]) for r in rows}
-
     # --- the run ----------------------------------------------------------------------------------
 
     def set_run(self, status: str, *, failed_stage: str | None = None, error: str = "") -> None:
@@ -202,12 +192,6 @@ class PipelineState:
             "INSERT OR REPLACE INTO pipeline_run(id, status, failed_stage, error, updated_at) VALUES (1, ?, ?, ?, ?)",
             (status, failed_stage, error, utc_now()),
         )
-
-    def run_status(self) -> RunStatus | None:
-        row = self._conn.execute(
-            "SELECT status, failed_stage, error FROM pipeline_run WHERE id = 1"
-        ).fetchone()
-        return None if row is None else RunStatus.model_validate(dict(row))
 
     # --- usage, summed over the sessions of a resumed run -----------------------------------------
 

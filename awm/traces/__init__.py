@@ -102,8 +102,6 @@ class RunRecorder:
         trajectory: Trajectory,
         step: Step,
         screenshot_png: bytes | None = None,
-        *,
-        prompt_hash: str = "",
     ) -> None:
         """Write one step now (re-recording the same index replaces it).
 
@@ -122,7 +120,7 @@ class RunRecorder:
             step.screenshot = screenshot
         self._db.upsert_step(
             step_values(
-                episode_id, step, prompt_hash=prompt_hash, screenshot=screenshot, recorded_at=utc_now()
+                episode_id, step, prompt_hash=step.prompt_hash, screenshot=screenshot, recorded_at=utc_now()
             )
         )
         self._events.append(
@@ -130,7 +128,7 @@ class RunRecorder:
                 kind="step",
                 run_id=self.run_id,
                 episode_id=episode_id,
-                data=step_data(step, prompt_hash=prompt_hash, screenshot=screenshot),
+                data=step_data(step, prompt_hash=step.prompt_hash, screenshot=screenshot),
             )
         )
 
@@ -141,7 +139,7 @@ class RunRecorder:
         for step in trajectory.steps:  # back-fill only: rows written by record_step are kept as they are
             self._db.upsert_step(
                 step_values(
-                    episode_id, step, prompt_hash="", screenshot=step.screenshot, recorded_at=utc_now()
+                    episode_id, step, prompt_hash=step.prompt_hash, screenshot=step.screenshot, recorded_at=utc_now()
                 ),
                 replace=False,
             )

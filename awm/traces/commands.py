@@ -17,6 +17,7 @@ from .viewer import episode_json, episode_view, episodes_table, find_runs, runs_
 app = typer.Typer(
     help="Inspect run folders: episodes, steps, verdicts, timings.\n\nExample: awm traces show runs/miniwob-1",
     no_args_is_help=True,
+    add_completion=False,
 )
 
 RunDir = Annotated[Path, typer.Argument(help="A run folder (holds run.sqlite).", file_okay=False)]
@@ -39,7 +40,7 @@ def list_runs(
 def show(
     run_dir: RunDir,
     episode: Annotated[str | None, typer.Argument(help="Episode id, unique id prefix, or task key.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")] = False,
     observation: Annotated[
         bool,
         typer.Option("--observation", "-o", help="Also print each step's observation and raw model output."),

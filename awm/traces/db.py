@@ -48,6 +48,7 @@ CREATE TABLE IF NOT EXISTS episode (
     "end" TEXT NOT NULL DEFAULT 'running',
     final_answer TEXT NOT NULL DEFAULT '',
     reward REAL,
+    raw_reward REAL,
     judge TEXT,
     judge_reason TEXT NOT NULL DEFAULT '',
     started_at TEXT NOT NULL DEFAULT '',
@@ -127,6 +128,7 @@ class EpisodeRow(BaseModel):
     judge: str | None
     judge_reason: str
     started_at: str
+    raw_reward: float | None = None
     seconds: float
     prompt_tokens: int
     completion_tokens: int
@@ -134,7 +136,12 @@ class EpisodeRow(BaseModel):
 
     @property
     def verdict(self) -> Verdict:
-        return Verdict(reward=self.reward, judge=self.judge, judge_reason=self.judge_reason)  # type: ignore[arg-type]
+        return Verdict(
+            reward=self.reward,
+            raw_reward=self.raw_reward,
+            judge=self.judge,  # type: ignore[arg-type]
+            judge_reason=self.judge_reason,
+        )
 
 
 class StepRow(BaseModel):
@@ -192,6 +199,7 @@ class StepRow(BaseModel):
             prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens,
             llm_calls=self.llm_calls,
+            prompt_hash=self.prompt_hash,
             screenshot=self.screenshot,
         )
 
@@ -256,6 +264,9 @@ class RunWriter:
         self._lock = threading.Lock()
         with self._lock, self._conn:
             self._conn.executescript(SCHEMA)
+            columns = {r["name"] for r in self._conn.execute("PRAGMA table_info(episode)")}
+            if "raw_reward" not in columns:  # a run folder written before the column existed
+                self._conn.execute("ALTER TABLE episode ADD COLUMN raw_reward REAL")
 
     def run_row(self) -> sqlite3.Row | None:
         with self._lock:
@@ -287,6 +298,7 @@ class RunWriter:
             "end": t.end,
             "final_answer": t.final_answer,
             "reward": t.verdict.reward,
+            "raw_reward": t.verdict.raw_reward,
             "judge": t.verdict.judge,
             "judge_reason": t.verdict.judge_reason,
             "started_at": t.started_at,
@@ -307,8 +319,8 @@ class RunWriter:
         """Store a verdict; returns the number of episodes updated (0 when the id is unknown)."""
         with self._lock, self._conn:
             cur = self._conn.execute(
-                "UPDATE episode SET reward = ?, judge = ?, judge_reason = ? WHERE id = ?",
-                (verdict.reward, verdict.judge, verdict.judge_reason, episode_id),
+                "UPDATE episode SET reward = ?, raw_reward = ?, judge = ?, judge_reason = ? WHERE id = ?",
+                (verdict.reward, verdict.raw_reward, verdict.judge, verdict.judge_reason, episode_id),
             )
             return cur.rowcount
 

@@ -14,6 +14,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from awm.evaluation.success import ground_truth_success
+
 from .db import DB_NAME, EpisodeRow, RunDatabase, RunRow, StepRow
 
 OUTCOME_STYLE = {"ok": "green"}
@@ -52,9 +54,9 @@ def episodes_table(run: RunRow, episodes: list[EpisodeRow]) -> Table:
             f"{e.prompt_tokens}/{e.completion_tokens}",
             f"{e.seconds:.1f}",
         )
-    solved = sum(1 for e in episodes if e.reward is not None and e.reward > 0)
+    solved = sum(1 for e in episodes if ground_truth_success(e.verdict))
     judged = sum(1 for e in episodes if e.judge == "success")
-    table.caption = f"{len(episodes)} episodes, {solved} with reward > 0, {judged} judged success"
+    table.caption = f"{len(episodes)} episodes, {solved} solved (full reward), {judged} judged success"
     return table
 
 
@@ -124,7 +126,7 @@ def find_runs(folder: Path) -> list[Path]:
 def runs_table(run_dirs: list[Path]) -> Table:
     """One line per run folder: name, created, status, config hash, episodes, solved."""
     table = Table(title="runs", title_justify="left")
-    for column in ("folder", "name", "created", "status", "config", "episodes", "ended", "reward > 0"):
+    for column in ("folder", "name", "created", "status", "config", "episodes", "ended", "solved"):
         table.add_column(column, overflow="fold")
     for run_dir in run_dirs:
         with RunDatabase(run_dir) as db:
@@ -137,6 +139,6 @@ def runs_table(run_dirs: list[Path]) -> Table:
             run.config_hash,
             str(len(episodes)),
             str(sum(1 for e in episodes if e.status == "ended")),
-            str(sum(1 for e in episodes if e.reward is not None and e.reward > 0)),
+            str(sum(1 for e in episodes if ground_truth_success(e.verdict))),
         )
     return table

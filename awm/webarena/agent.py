@@ -14,12 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from pydantic import BaseModel, Field
-
-from awm.actions import action_grammar
+from awm.actions import ACTION_SETS, action_grammar
 from awm.config import Settings
 from awm.llm.base import ChatRequest, LLMClient
 from awm.tokens import TokenCounter, fit_prompt
@@ -27,26 +24,15 @@ from awm.webarena import prompts
 from awm.webarena.harness import Decision, DecisionContext, page_targets
 
 if TYPE_CHECKING:
-    from awm.memory.retrieval import RetrievedMemory
+    from awm.memory.embeddings import Embedder
+    from awm.memory.view import MemoryView
+    from awm.memory.workflow import Workflow
     from awm.trajectory import Step
-
-
-class MemoryUse(BaseModel):
-    """Which memory the prompts of an episode carried (recorded on the trajectory)."""
-
-    scope: str | None = None
-    version: int | None = None
-    workflows: list[str] = Field(default_factory=list)  # names actually sent, in first-sent order
 
 
 def prompt_hash(messages: list[dict[str, str]]) -> str:
     """sha256 of the final messages: the same prompt gives the same hash, across runs and machines."""
     return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
-
-
-# Actions that set a state (a field's text, a box's tick, a dropdown's choice, focus, hover): right after
-# one succeeds, the same action on the same element can change nothing.
-STATE_SETTING_ACTIONS = frozenset({"fill", "clear", "check", "uncheck", "select_option", "focus", "hover"})
 
 
 def _target(step: Step) -> tuple[str, str] | None:
@@ -85,7 +71,7 @@ def without_spent_choices(
     if last is not None:
         name, bid = last
         unchanged = history[-1].fingerprint == fingerprint
-        if name in STATE_SETTING_ACTIONS or (name == "press" and unchanged):
+        if ACTION_SETS["browser"][name].sets_state or (name == "press" and unchanged):
             drop(name, bid)
     for step in history:
         done = _target(step)
@@ -104,9 +90,10 @@ def _fresh_feedback(ctx: DecisionContext) -> str:
 class LLMAgent:
     """A `Policy` that asks an LLM for each step.
 
-    `memory` is a `RetrievedMemory`, a function from the goal to one (resolved at the first step,
-    then fixed for the episode so the prompt prefix stays stable), or None. `use_grammar` defaults
-    to: on for the local backend (llama.cpp reads GBNF), off otherwise.
+    `memory` is the immutable view the driver chose for this episode (None: memory off); with mode
+    ``topk`` the workflows most similar to the goal are picked from it at the first step (the goal is
+    on the page, not known before), then fixed for the episode so the prompt prefix stays stable.
+    `use_grammar` defaults to: on for the local backend (llama.cpp reads GBNF), off otherwise.
     """
 
     def __init__(
@@ -115,10 +102,11 @@ class LLMAgent:
         counter: TokenCounter,
         *,
         settings: Settings,
-        memory: RetrievedMemory | Callable[[str], RetrievedMemory | None] | None = None,
+        memory: MemoryView | None = None,
         use_grammar: bool | None = None,
         prompt_order: prompts.PromptOrder = "prefix",
         role_aware: bool = True,
+        embedder: Embedder | None = None,
     ) -> None:
         self.client = client
         self.counter = counter
@@ -127,48 +115,31 @@ class LLMAgent:
         self.prompt_order = prompt_order
         self.role_aware = role_aware
         self.name = client.model  # the harness records it as the trajectory's model
-        self._memory_source = memory
-        self._memory: RetrievedMemory | None = None
-        self._memory_goal: str | None = None
-        self.memory_use = MemoryUse()
-        self.last_messages: list[dict[str, str]] = []
-        self.last_grammar: str | None = None
+        self.memory = memory
+        self._embedder = embedder
+        self._shown: tuple[str, list[Workflow]] | None = None  # (goal, workflows) picked for it
 
-    # -- memory ------------------------------------------------------------------------------------
-
-    def _memory_for(self, goal: str) -> RetrievedMemory | None:
-        source = self._memory_source
-        if source is None:
-            return None
-        if not callable(source):
-            return source
-        if self._memory_goal != goal:  # one lookup per episode (per goal), then the prefix is fixed
-            self._memory, self._memory_goal = source(goal), goal
-        return self._memory
-
-    def _note_memory(self, memory: RetrievedMemory | None, kept: int) -> None:
-        if memory is None:
-            return
-        self.memory_use.scope = memory.scope
-        self.memory_use.version = memory.version
-        for workflow in memory.workflows[:kept]:
-            if workflow.name not in self.memory_use.workflows:
-                self.memory_use.workflows.append(workflow.name)
+    def _workflows_for(self, goal: str) -> list[Workflow]:
+        if self.memory is None or self.memory.empty:
+            return []
+        if self._shown is None or self._shown[0] != goal:  # one pick per episode (per goal)
+            self._shown = (goal, self.memory.select(goal, self._embedder))
+        return self._shown[1]
 
     # -- one step ----------------------------------------------------------------------------------
 
-    def build_request(self, ctx: DecisionContext) -> tuple[ChatRequest, int, RetrievedMemory | None]:
-        """The chat request for this step (pure apart from the memory lookup), its size and memory.
+    def build_request(self, ctx: DecisionContext) -> tuple[ChatRequest, int, list[str]]:
+        """The chat request for this step, its size, and the names of the workflows it carries.
 
         Split from `decide` so tests and the benchmark can inspect prompts without calling a model.
         """
         page = ctx.page
         goal = page.goal or ctx.task.goal
         names = prompts.action_names_for(ctx.task)
-        memory = self._memory_for(goal)
+        workflows = self._workflows_for(goal)
         parts = prompts.build_parts(
             system=prompts.system_text(names),
-            memory=prompts.memory_texts(memory.workflows, goal) if memory else [],
+            memory=prompts.memory_texts(workflows, goal),
             goal=goal,
             history=ctx.history,
             page_text=page.text,
@@ -183,7 +154,6 @@ class LLMAgent:
             context_window=self.settings.llm.context_window,
             completion_tokens=self.settings.llm.max_tokens,
         )
-        self._note_memory(memory, fitted.memory_kept)
         messages = fitted.messages
         if self.prompt_order == "page_first":
             messages = prompts.page_first(messages)
@@ -208,13 +178,12 @@ class LLMAgent:
             grammar=grammar,
             purpose="actor",
         )
-        return request, fitted.prompt_tokens, memory
+        return request, fitted.prompt_tokens, [w.name for w in workflows[: fitted.memory_kept]]
 
     def decide(self, ctx: DecisionContext) -> Decision:
         """One model call. `LLMError` and `PromptTooLargeError` propagate: the harness ends the episode
         as `llm_error` or `context_overflow`."""
-        request, fitted_tokens, memory = self.build_request(ctx)
-        self.last_messages, self.last_grammar = request.messages, request.grammar
+        request, fitted_tokens, shown = self.build_request(ctx)
         result = self.client.chat(request)
         return Decision(
             text=result.text,
@@ -223,5 +192,5 @@ class LLMAgent:
             llm_ms=result.seconds * 1000.0,
             llm_calls=1,
             prompt_hash=prompt_hash(request.messages),
-            memory_version=memory.version if memory else None,
+            workflows=shown,
         )

@@ -14,7 +14,6 @@ import importlib
 import io
 import logging
 import os
-import signal
 import struct
 import threading
 import time
@@ -26,29 +25,16 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from awm.actions import Action, browsergym_action_set
+from awm.config import BrowserSettings
 from awm.errors import ConfigError, SetupError
-from awm.trajectory import StepOutcome, TargetDesc, Task
+from awm.proctree import descendants, kill_pids
+from awm.trajectory import TargetDesc, Task
 from awm.webarena.fingerprint import PageSnapshot, snapshot_page
 from awm.webarena.observation import build_observation
+from awm.webarena.outcomes import EnvCrashError, ExecResult, looks_like_crash
 from awm.webarena.sanitize import sanitize_text
 
 logger = logging.getLogger(__name__)
-
-
-class BrowserEnvConfig(BaseModel):
-    """Browser settings of a worker. `pre_observation_delay` trades speed for settled pages (0.35 s still
-    solves book-flight; 0.1 s breaks autocomplete tasks). `viewport=None` keeps each task's own size;
-    `slow_mo_ms=None` keeps the task's own Playwright slow-down (MiniWoB 100 ms, open-ended pages 1 s)."""
-
-    headless: bool = True
-    pre_observation_delay: float = 0.5
-    action_timeout_ms: int = 3000
-    episode_timeout_s: float = 300
-    viewport: tuple[int, int] | None = (1280, 720)
-    screenshots: bool = True
-    obs_token_budget: int = 2000
-    slow_mo_ms: int | None = None
-    call_timeout_s: float = 60.0  # watchdog: a reset/step/observe that takes longer kills the browser
 
 
 class PageState(BaseModel):
@@ -74,19 +60,6 @@ class PageState(BaseModel):
         if self._png is None and self.screenshot is not None:
             self._png = encode_png(self.screenshot)
         return self._png
-
-
-class ExecResult(BaseModel):
-    """How an action went: `ok` or a failure class; `transient` failures are worth retrying as is."""
-
-    outcome: StepOutcome = "ok"
-    error: str = ""
-    transient: bool = False
-    note: str = ""  # what the executor did on the model's behalf (dismissed an overlay, used select_option)
-
-
-class EnvCrashError(RuntimeError):
-    """The browser crashed, hung past the watchdog, or Playwright lost it; the episode ends `env_error`."""
 
 
 # --------------------------------------------------------------------------------------------------
@@ -198,30 +171,10 @@ def _import_benchmark(env_id: str) -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def _children_map() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        children.setdefault(ppid, []).append(int(entry.name))
-    return children
-
-
 def browser_pids(root: int | None = None) -> set[int]:
     """Main Chromium processes (not renderers/helpers) descended from this process (Linux /proc)."""
-    if not Path("/proc").is_dir():
-        return set()
-    children = _children_map()
     found: set[int] = set()
-    stack = list(children.get(root or os.getpid(), []))
-    while stack:
-        pid = stack.pop()
-        stack.extend(children.get(pid, []))
+    for pid in descendants(root or os.getpid()):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
         except OSError:
@@ -230,12 +183,6 @@ def browser_pids(root: int | None = None) -> set[int]:
         if argv and b"chrom" in argv[0].lower() and b"--type=" not in b" ".join(argv):
             found.add(pid)
     return found
-
-
-def _kill(pids: set[int]) -> None:
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
 
 
 class _Watchdog:
@@ -249,7 +196,7 @@ class _Watchdog:
 
     def _fire(self) -> None:
         self.fired = True
-        _kill(self._pids())
+        kill_pids(self._pids())
 
     def __enter__(self) -> _Watchdog:
         self._timer.start()
@@ -257,21 +204,6 @@ class _Watchdog:
 
     def __exit__(self, *exc: object) -> None:
         self._timer.cancel()
-
-
-_CRASH_MARKERS = (
-    "Target page, context or browser has been closed",
-    "Browser has been closed",
-    "browser has disconnected",
-    "Target crashed",
-    "Connection closed",
-    "has been closed",
-    "Page crashed",
-)
-
-
-def looks_like_crash(message: str) -> bool:
-    return any(marker.lower() in message.lower() for marker in _CRASH_MARKERS)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -282,8 +214,8 @@ def looks_like_crash(message: str) -> bool:
 class BrowserSession:
     """One BrowserGym environment per worker, reused across episodes of the same task id."""
 
-    def __init__(self, config: BrowserEnvConfig | None = None) -> None:
-        self.config = config or BrowserEnvConfig()
+    def __init__(self, config: BrowserSettings | None = None) -> None:
+        self.config = config or BrowserSettings()
         self.reward: float = 0.0
         self.done: bool = False
         self.info: dict[str, Any] = {}
@@ -343,11 +275,12 @@ class BrowserSession:
         if env is not None:
             with contextlib.suppress(Exception):
                 env.close()
-        _kill({pid for pid in self._pids if Path(f"/proc/{pid}").exists()})
+        kill_pids({pid for pid in self._pids if Path(f"/proc/{pid}").exists()})
         self._pids = set()
 
     def reset(self, task: Task) -> PageState:
-        """Start `task` (seed = task.seed) in a fresh page; sets `task.goal` from the environment."""
+        """Start `task` (seed = task.seed) in a fresh page; the page's goal is in the returned `PageState`
+        (the caller's task is not changed)."""
         env_id, task_kwargs = resolve_env_id(task)
         key = (env_id, repr(sorted(task_kwargs.items())))
         if self._broken or self._env_key != key:
@@ -377,7 +310,6 @@ class BrowserSession:
         self.info = dict(info)
         self._set_obs(obs)
         self._goal = str(obs.get("goal", ""))
-        task.goal = self._goal
         return self.observe()
 
     def close(self) -> None:

@@ -11,19 +11,25 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from awm.actions import Action, render_action
+from awm.actions import ACTION_SETS, Action, render_action
 from awm.trajectory import StepOutcome
+from awm.webarena.outcomes import EnvCrashError, ExecResult, looks_like_crash
 from awm.webarena.sanitize import sanitize_text
 
-if TYPE_CHECKING:
-    from awm.webarena.env import BrowserSession, ExecResult
 
-# Actions whose target must be visible and enabled before BrowserGym tries them.
-NEEDS_INTERACTABLE = frozenset(
-    {"click", "dblclick", "hover", "fill", "clear", "select_option", "check", "uncheck"}
-)
+class BrowserSession(Protocol):
+    """What the executor needs of a session (`awm.webarena.env.BrowserSession` is one): the live page,
+    a way to step BrowserGym with a rendered action, and a way to say the browser is gone."""
+
+    @property
+    def page(self) -> Any: ...
+
+    def step_rendered(self, rendered: str) -> str: ...
+
+    def mark_broken(self) -> None: ...
+
 DISMISS_WORDS = re.compile(
     r"^\W*(close|accept|accept all|dismiss|ok|okay|got it|×|✕|✖|x|no thanks)\W*$", re.IGNORECASE
 )
@@ -161,8 +167,6 @@ def dismiss_overlay(page: Any) -> str | None:
 
 def _prepare(session: BrowserSession, action: Action) -> tuple[list[Action], ExecResult | None, str]:
     """Pre-check the target and rewrite what must be rewritten; returns (actions, early failure, note)."""
-    from awm.webarena.env import ExecResult
-
     bid = action.target_id
     if bid is None:
         return [action], None, ""
@@ -181,7 +185,7 @@ def _prepare(session: BrowserSession, action: Action) -> tuple[list[Action], Exe
         note = f"chose '{sanitize_text(label, 40)}' in the dropdown [{target.select_bid}] with select_option"
         actions, early, _ = _prepare(session, action)
         return actions, early, note
-    if action.name in NEEDS_INTERACTABLE:
+    if ACTION_SETS["browser"][action.name].needs_interactable:
         what = _describe(bid, target=target)
         if target.inert:
             return [], ExecResult(outcome="not_interactable", error=f"{what} is inert (behind a modal)"), ""
@@ -203,7 +207,6 @@ def _prepare(session: BrowserSession, action: Action) -> tuple[list[Action], Exe
 
 def execute_action(session: BrowserSession, action: Action) -> ExecResult:
     """Pre-check, execute through BrowserGym, dismiss an intercepting overlay once, classify the result."""
-    from awm.webarena.env import EnvCrashError, ExecResult, looks_like_crash
 
     try:
         actions, early, note = _prepare(session, action)

@@ -15,17 +15,22 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from awm.actions import Action, ids_for_roles, parse_action, render_action
 from awm.errors import ActionParseError, LLMError, PromptTooLargeError
-from awm.trajectory import EpisodeEnd, Step, Task, Trajectory
-from awm.webarena.env import BrowserSession, EnvCrashError, ExecResult, PageState
+from awm.memory.view import MemoryView
+from awm.trajectory import EpisodeEnd, Step, StepOutcome, Task, Trajectory
+from awm.webarena.env import BrowserSession, PageState
 from awm.webarena.fingerprint import describe_changes, render_changes
+from awm.webarena.outcomes import EnvCrashError, ExecResult
 
 
 class Decision(BaseModel):
-    """One policy answer: the raw text (parsed by the harness, never executed as is) and its cost."""
+    """One policy answer: the raw text (parsed by the harness, never executed as is) and its cost.
+
+    `workflows` names the workflows this answer's prompt carried (after budget fitting); `prompt_hash`
+    identifies the exact prompt. Both are recorded on the step and the trajectory by the harness."""
 
     text: str
     prompt_tokens: int = 0
@@ -33,7 +38,7 @@ class Decision(BaseModel):
     llm_ms: float = 0
     llm_calls: int = 1
     prompt_hash: str = ""
-    memory_version: int | None = None
+    workflows: list[str] = Field(default_factory=list)
 
 
 class DecisionContext(BaseModel):
@@ -48,13 +53,19 @@ class DecisionContext(BaseModel):
 
 
 class Policy(Protocol):
+    """Decides each step. `memory` is the immutable view the driver chose before the episode (None:
+    memory off); the harness records it on the trajectory."""
+
     name: str
+    memory: MemoryView | None
 
     def decide(self, ctx: DecisionContext) -> Decision: ...
 
 
 class HarnessConfig(BaseModel):
-    """Every limit of an episode in one place."""
+    """Every limit of an episode in one place (the one episode timeout, too)."""
+
+    model_config = ConfigDict(extra="forbid")
 
     max_steps: int = 10
     max_parse_retries: int = 1
@@ -69,8 +80,51 @@ class HarnessConfig(BaseModel):
 StepCallback = Callable[[Trajectory, Step, bytes | None], None]
 
 
-class _EndEpisode(Exception):
-    """Raised inside a step to end the episode after the step is recorded."""
+# --------------------------------------------------------------------------------------------------
+# Failure classes: the loop catches these and turns them into the step's outcome and the episode's end
+# --------------------------------------------------------------------------------------------------
+
+
+class StepFailure(Exception):
+    """A step failed with `outcome`; when `end` is set the episode ends that way after the step is
+    recorded, otherwise the error is the next step's feedback and the episode goes on."""
+
+    outcome: StepOutcome = "action_error"
+    end: EpisodeEnd | None = None
+
+
+class Unparsable(StepFailure):
+    """The model's answer is still not one valid action after the fed-back retry."""
+
+    outcome = "parse_error"
+
+
+class ContextOverflow(StepFailure):
+    """The page does not fit the context window: not the model's fault nor a broken backend."""
+
+    outcome, end = "context_overflow", "budget_exhausted"
+
+
+class ModelUnavailable(StepFailure):
+    """The model could not be reached after the client's retries."""
+
+    outcome, end = "llm_error", "llm_error"
+
+
+class NoProgress(StepFailure):
+    """The same action on an unchanged page, again: the loop stop."""
+
+    outcome, end = "no_progress", "stuck"
+
+
+class BrowserCrashed(StepFailure):
+    """The browser crashed or hung past the watchdog."""
+
+    outcome, end = "env_error", "env_error"
+
+
+class EpisodeOver(Exception):
+    """Not a failure: the page or the agent ended the episode (`done`, `answered`, `infeasible`)."""
 
     def __init__(self, end: EpisodeEnd) -> None:
         super().__init__(end)
@@ -110,8 +164,8 @@ def page_targets(page: PageState) -> PageTargets:
 
 def _decide_and_parse(
     policy: Policy, ctx: DecisionContext, step: Step, config: HarnessConfig, trajectory: Trajectory
-) -> Action | None:
-    """Stage 1: ask, parse; on a parse error ask again with the exact error. None when still unparsable."""
+) -> Action:
+    """Stage 1: ask, parse; on a parse error ask again with the exact error; `Unparsable` when still not."""
     retry_error = ""
     targets = page_targets(ctx.page) if config.role_checks else None
     for attempt in range(config.max_parse_retries + 1):
@@ -120,23 +174,19 @@ def _decide_and_parse(
         try:
             decision = policy.decide(asked)
         except PromptTooLargeError as exc:
-            # Not the model's fault nor a broken backend: this page does not fit the context window.
-            # The episode ends; the run goes on.
-            step.outcome, step.error = "context_overflow", str(exc)
-            raise _EndEpisode("budget_exhausted") from None
+            raise ContextOverflow(str(exc)) from None
         except LLMError as exc:
-            step.outcome, step.error = "llm_error", str(exc)
-            raise _EndEpisode("llm_error") from None
+            raise ModelUnavailable(str(exc)) from None
         finally:
             step.timings_ms["llm"] = step.timings_ms.get("llm", 0.0) + (time.perf_counter() - started) * 1000
         step.model_output = decision.text
         step.prompt_tokens += decision.prompt_tokens
         step.completion_tokens += decision.completion_tokens
         step.llm_calls += decision.llm_calls
-        if decision.memory_version is not None:
-            trajectory.memory_version = decision.memory_version
-        if decision.prompt_hash:
-            trajectory.meta.setdefault("prompt_hashes", {})[str(step.index)] = decision.prompt_hash
+        step.prompt_hash = decision.prompt_hash or step.prompt_hash
+        for name in decision.workflows:
+            if name not in trajectory.workflows_used:
+                trajectory.workflows_used.append(name)
         try:
             parsed = parse_action(
                 decision.text,
@@ -151,8 +201,7 @@ def _decide_and_parse(
         step.thought = parsed.thought
         step.error = ""
         return parsed.action
-    step.outcome = "parse_error"
-    return None
+    raise Unparsable(step.error)
 
 
 def _execute(session: BrowserSession, action: Action, config: HarnessConfig) -> ExecResult:
@@ -189,34 +238,49 @@ def run_episode(
     on_step: StepCallback | None = None,
     trajectory_id: str | None = None,
 ) -> Trajectory:
-    """Solve one task with `policy`; every step is recorded and handed to `on_step`, whatever happens."""
+    """Solve one task with `policy` on `session` under `config`'s limits: the one way an episode runs.
+
+    Every step is recorded and handed to `on_step`, whatever happens. The trajectory holds a copy of
+    the task with the page's goal, and the memory view the policy was given (scope and version).
+    """
     started = time.monotonic()
+    view = getattr(policy, "memory", None)
     trajectory = Trajectory(
-        trajectory_id=trajectory_id or uuid.uuid4().hex[:12], task=task, model=getattr(policy, "name", "")
+        trajectory_id=trajectory_id or uuid.uuid4().hex[:12],
+        task=task,
+        model=getattr(policy, "name", ""),
+        memory_scope=view.scope if view is not None else None,
+        memory_version=view.version if view is not None else None,
     )
     end: EpisodeEnd = "max_steps"
     feedback = ""
     seen: dict[tuple[str, str], int] = {}
-    timeout_s = min(config.episode_timeout_s, session.config.episode_timeout_s)
     try:
         page = session.reset(task)
     except EnvCrashError as exc:
         step = Step(index=0, outcome="env_error", error=str(exc))
         _record(trajectory, step, None, on_step)
         return _finish(trajectory, "env_error", session, started)
+    trajectory.task = task.model_copy(update={"goal": page.goal or task.goal})
     for index in range(_max_steps(task, config)):
-        if time.monotonic() - started > timeout_s:
+        if time.monotonic() - started > config.episode_timeout_s:
             end = "timeout"
             break
         step = Step(index=index, url=page.url, observation=page.text, fingerprint=page.fingerprint)
         shown = page  # the page this step decided on; its screenshot is encoded only for a recorder
         try:
-            page, feedback = _run_step(session, policy, task, config, trajectory, step, page, feedback, seen)
-        except _EndEpisode as stop:
-            end = stop.end
+            page, feedback = _run_step(session, policy, config, trajectory, step, page, feedback, seen)
+        except EpisodeOver as over:
+            end = over.end
             break
+        except StepFailure as failure:
+            step.outcome, step.error = failure.outcome, str(failure)
+            if failure.end is not None:
+                end = failure.end
+                break
+            page, feedback = _observe_after_failure(session, step)
         except EnvCrashError as exc:
-            step.outcome, step.error = "env_error", str(exc)
+            step.outcome, step.error = BrowserCrashed.outcome, str(exc)
             session.mark_broken()
             end = "env_error"
             break
@@ -225,10 +289,18 @@ def run_episode(
     return _finish(trajectory, end, session, started)
 
 
+def _observe_after_failure(session: BrowserSession, step: Step) -> tuple[PageState, str]:
+    """After a failure that does not end the episode: a fresh page, and the error as feedback."""
+    t0 = time.perf_counter()
+    after = session.observe()
+    step.timings_ms["observe"] = (time.perf_counter() - t0) * 1000
+    step.feedback = f"{step.outcome}: {step.error}"
+    return after, step.feedback
+
+
 def _run_step(
     session: BrowserSession,
     policy: Policy,
-    task: Task,
     config: HarnessConfig,
     trajectory: Trajectory,
     step: Step,
@@ -236,17 +308,11 @@ def _run_step(
     feedback: str,
     seen: dict[tuple[str, str], int],
 ) -> tuple[PageState, str]:
-    """One step; returns the next page and feedback, or raises `_EndEpisode` after filling `step`."""
+    """One step; returns the next page and feedback, or raises a failure class or `EpisodeOver`."""
     ctx = DecisionContext(
-        task=task, page=page, history=list(trajectory.steps), feedback=feedback, step_index=step.index
+        task=trajectory.task, page=page, history=list(trajectory.steps), feedback=feedback, step_index=step.index
     )
     action = _decide_and_parse(policy, ctx, step, config, trajectory)
-    if action is None:  # still unparsable: the error is the next feedback, the episode goes on
-        t0 = time.perf_counter()
-        after = session.observe()
-        step.timings_ms["observe"] = (time.perf_counter() - t0) * 1000
-        step.feedback = f"parse_error: {step.error}"
-        return after, step.feedback
     step.action = action.model_dump(mode="json")
     step.action_str = render_action(action)
     bid = action.target_id
@@ -256,9 +322,7 @@ def _run_step(
     repeats = seen.get(key, 0) + 1
     seen[key] = repeats
     if repeats >= config.loop_repeat_stop:
-        step.outcome = "no_progress"
-        step.error = f"repeated {step.action_str} {repeats} times on an unchanged page"
-        raise _EndEpisode("stuck")
+        raise NoProgress(f"repeated {step.action_str} {repeats} times on an unchanged page")
     nudge = ""
     if repeats >= config.loop_repeat_nudge:
         nudge = f"You repeated {step.action_str} with no change; try something else."
@@ -273,11 +337,11 @@ def _run_step(
     if action.name == "send_msg_to_user" and result.outcome == "ok":
         trajectory.final_answer = str(action.args.get("text", ""))
     if session.done:
-        raise _EndEpisode("infeasible" if action.name == "report_infeasible" else "done")
+        raise EpisodeOver("infeasible" if action.name == "report_infeasible" else "done")
     if result.outcome == "ok" and action.name == "report_infeasible":
-        raise _EndEpisode("infeasible")
+        raise EpisodeOver("infeasible")
     if result.outcome == "ok" and action.name == "send_msg_to_user":
-        raise _EndEpisode("answered")
+        raise EpisodeOver("answered")
     return after, step.feedback
 
 
@@ -291,6 +355,9 @@ def _record(trajectory: Trajectory, step: Step, page: PageState | None, on_step:
 def _finish(trajectory: Trajectory, end: EpisodeEnd, session: BrowserSession, started: float) -> Trajectory:
     trajectory.end = end
     trajectory.verdict.reward = float(session.reward) if end != "env_error" else 0.0
+    raw = session.info.get("task_info", {}).get("RAW_REWARD_GLOBAL") if end != "env_error" else None
+    if isinstance(raw, int | float) or hasattr(raw, "item"):
+        trajectory.verdict.raw_reward = float(raw)
     trajectory.seconds = round(time.monotonic() - started, 3)
     trajectory.meta.setdefault("env_info", _plain(session.info.get("task_info", {})))
     return trajectory

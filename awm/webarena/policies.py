@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 
 from awm.actions import Action, render_action
+from awm.memory.view import MemoryView
 from awm.webarena.env import PageState
 from awm.webarena.harness import Decision, DecisionContext
 
@@ -21,7 +22,8 @@ class ScriptedPolicy:
 
     name = "scripted"
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(self, texts: Sequence[str], memory: MemoryView | None = None) -> None:
+        self.memory = memory
         if not texts:
             raise ValueError("ScriptedPolicy needs at least one text")
         self.texts = list(texts)
@@ -79,6 +81,9 @@ class MiniWobScriptedPolicy:
 
     name = "scripted-miniwob"
     TASKS = ("click-test", "click-button", "enter-text", "login-user")
+
+    def __init__(self, memory: MemoryView | None = None) -> None:
+        self.memory = memory  # recorded like the LLM agent's, so scripted runs exercise memory versioning
 
     def decide(self, ctx: DecisionContext) -> Decision:
         task = ctx.task.task_id.rsplit(".", 1)[-1]

@@ -13,29 +13,13 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Literal
 
-from awm.actions import describe_actions
+from awm.actions import actions_offered, describe_actions
 from awm.memory.text_format import render_workflow
 from awm.memory.workflow import Workflow, bind_parameters, instantiate
 from awm.tokens import PromptParts
 from awm.trajectory import Step, Task
 
 PromptOrder = Literal["prefix", "page_first"]
-
-# MiniWoB++ pages are one tab with no answer box: tab, URL and chat actions only add prompt tokens
-# and ways to go wrong.
-MINIWOB_ACTIONS: tuple[str, ...] = (
-    "click",
-    "dblclick",
-    "hover",
-    "fill",
-    "clear",
-    "select_option",
-    "check",
-    "uncheck",
-    "press",
-    "focus",
-    "scroll",
-)
 
 SYSTEM_INTRO = (
     "You are a web agent. Each turn you see the goal, your previous steps and the current page, "
@@ -50,8 +34,8 @@ MAX_HISTORY_FIELD_CHARS = 300
 
 
 def action_names_for(task: Task) -> list[str] | None:
-    """The actions offered for a task: a focused subset for MiniWoB++, the whole set elsewhere."""
-    return list(MINIWOB_ACTIONS) if task.benchmark == "miniwob" else None
+    """The actions offered for a task (the action table says which benchmark gets which)."""
+    return actions_offered(task.benchmark)
 
 
 def system_text(action_names: Collection[str] | None = None) -> str:

@@ -1,5 +1,8 @@
 """Admission: which trajectories may teach memory, and (rule ``manual``) which induced workflows stay.
 
+In `awm.evaluation` beside the success rule it applies (`awm.evaluation.success.verdict_passes`): what
+counts as good and what may teach are decided in one place.
+
 Why a separate step: AWM's users saw judges admit failed trajectories into memory, and results
 joined to tasks by directory order. Here verdicts are joined by trajectory id or task key (never by
 file order), an ``unknown`` judge label is never success, and every rejection carries its reason.
@@ -91,7 +94,7 @@ def admit(
 ) -> AdmissionResult:
     """Split trajectories into admitted and rejected under a rule; order of the input is kept.
 
-    ``gt``: reward > 0; ``judge``: judge label success; ``both``/``any``: and/or of the two;
+    ``gt``: the full-reward rule of `awm.evaluation.success`; ``judge``: judge label success; ``both``/``any``: and/or of the two;
     ``all``: every trajectory teaches, with no verdict needed (AWM's online Mind2Web setting, where
     nothing is known at test time; its workflows say ``admission="all"`` in their provenance);
     ``manual``: every trajectory passes here and a person reviews the induced workflows instead

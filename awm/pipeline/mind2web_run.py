@@ -1,7 +1,10 @@
 """`awm mind2web run`: rank, prune, prompt and solve a Mind2Web split, with or without workflow memory.
 
+Why in the pipeline: this is driver work (a run folder, resume, recording, the memory loop and its
+commits); `awm.mind2web` only solves one task (`solve_task`) and reads the memory it is given.
+
 The run folder holds ``run.json`` (the options), ``memory.sqlite`` (the run's own memory unless
-``--memory-db``), ``tasks/<annotation_id>.json`` (one trajectory per finished task, written atomically),
+``--db``), ``tasks/<annotation_id>.json`` (one trajectory per finished task, written atomically),
 ``offline_memory.json`` (what offline induction did), and at the end ``summary.md`` + ``summary.json``.
 Running again with the same ``--out`` resumes: finished tasks are skipped (no model call), never
 duplicated; a task that finished but whose online induction did not is induced before going on.
@@ -22,12 +25,13 @@ from awm.errors import ConfigError, DataError
 from awm.llm.base import LLMClient
 from awm.memory.store import WorkflowStore
 from awm.mind2web.data import SPLITS, iter_records
-from awm.mind2web.memory import InductionNote, induce_offline, induce_online, memory_for
+from awm.mind2web.memory import memory_for
 from awm.mind2web.metrics import score
 from awm.mind2web.prompt import pick_exemplar_steps, render_exemplar
 from awm.mind2web.ranking import EmbeddingRanker, MindActRanker, Ranker
 from awm.mind2web.schema import TaskRecord
-from awm.mind2web.solve import MemoryContext, predictions_for, scope_of, solve_task
+from awm.mind2web.solve import predictions_for, scope_of, solve_task
+from awm.pipeline.mind2web_memory import InductionNote, induce_from_train, induce_online
 from awm.tokens import TokenCounter
 from awm.trajectory import Trajectory, load_trajectory, save_trajectory
 
@@ -67,8 +71,8 @@ class RunOptions(BaseModel):
     memory_db: str | None = None
 
 
-class RunSummary(BaseModel):
-    """The scores and what stood behind them."""
+class Mind2WebRunSummary(BaseModel):
+    """The scores of one Mind2Web run and what stood behind them."""
 
     options: RunOptions
     tasks: int
@@ -82,7 +86,8 @@ class RunSummary(BaseModel):
     llm_calls: int
     prompt_tokens: int
     completion_tokens: int
-    memory_versions: dict[str, dict[str, Any]]  # annotation_id -> {scope, seen, committed}
+    # annotation_id -> {scope, seen, committed (the version its online commit point made, else None)}
+    memory_versions: dict[str, dict[str, Any]]
     offline_memory: list[InductionNote] = []
     unparsed: list[str] = []
     seconds: float = 0.0
@@ -133,7 +138,7 @@ def _offline(
         return [InductionNote.model_validate(n) for n in json.loads(marker.read_text())]
     websites = sorted({r.website for r in records})
     train = list(iter_records(options.data, "train", with_html=False))  # induction reads action_reprs only
-    notes = induce_offline(
+    notes = induce_from_train(
         store,
         websites,
         records,
@@ -168,7 +173,7 @@ def run_mind2web(
     counter: TokenCounter,
     ranker: Ranker | None = None,
     progress: Callable[[int, int, str], None] | None = None,
-) -> RunSummary:
+) -> Mind2WebRunSummary:
     """Solve every selected task not yet finished in `out`, maintain memory, then score everything."""
     started = time.monotonic()
     if options.split not in SPLITS or options.split == "train":
@@ -225,19 +230,20 @@ def run_mind2web(
                 )
                 save_trajectory(done, _task_path(out, record.annotation_id))
                 finished[record.annotation_id] = done
-            if options.memory == "online" and done.meta.get("memory_committed") is None:
+            if options.memory == "online" and "induction" not in done.meta:
                 own = [finished[r.annotation_id] for r in records[: n + 1] if r.website == record.website]
                 note = induce_online(
                     store,
                     scope_of(record),
                     own,
                     after_task=record.annotation_id,
+                    run=str(out.resolve()),
                     mode=options.induction,
                     client=client if options.induction == "neural" else None,
                     counter=counter,
                     budget_tokens=min(3000, options.context_window // 2),
                 )
-                done.meta["memory_committed"] = note.version
+                done.meta["memory_committed"] = note.version if note.changed else None
                 done.meta["induction"] = note.model_dump()
                 save_trajectory(done, _task_path(out, record.annotation_id))
         if progress:
@@ -255,7 +261,7 @@ def _summarise(
     results: list[Trajectory],
     notes: list[InductionNote],
     seconds: float,
-) -> RunSummary:
+) -> Mind2WebRunSummary:
     predictions: dict[str, str] = {}
     for trajectory in results:
         predictions.update(predictions_for(trajectory))
@@ -266,15 +272,14 @@ def _summarise(
         outcomes[step.outcome] = outcomes.get(step.outcome, 0) + 1
     versions = {
         t.task.task_id: {
-            "scope": t.memory_scope
-            or MemoryContext(scope=f"mind2web/{t.task.meta.get('website', '')}").scope,
+            "scope": t.memory_scope or f"mind2web/{t.task.meta.get('website', '')}",
             "seen": t.memory_version,
             "committed": t.meta.get("memory_committed"),
             "workflows": len(t.workflows_used),
         }
         for t in results
     }
-    return RunSummary(
+    return Mind2WebRunSummary(
         options=options,
         tasks=len(records),
         steps=sum(len(r.actions) for r in records),
@@ -294,7 +299,7 @@ def _summarise(
     )
 
 
-def render_summary(summary: RunSummary) -> str:
+def render_summary(summary: Mind2WebRunSummary) -> str:
     """summary.md: the headline table (AWM's four metrics, x100), recall@k, per website, memory."""
     o = summary.options
     lines = [
@@ -341,7 +346,7 @@ def render_summary(summary: RunSummary) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_summary(out: Path, summary: RunSummary) -> None:
+def write_summary(out: Path, summary: Mind2WebRunSummary) -> None:
     for name, text in (
         ("summary.json", summary.model_dump_json(indent=2)),
         ("summary.md", render_summary(summary)),
@@ -376,7 +381,10 @@ def run_command(
     max_tokens: Annotated[int, typer.Option(min=1, help="Answer tokens per step.")] = 64,
     context_window: Annotated[int | None, typer.Option(min=256, help="Default: llm.context_window.")] = None,
     memory_db: Annotated[
-        Path | None, typer.Option(help="Memory database (default: OUT/memory.sqlite).")
+        Path | None,
+        typer.Option(
+            "--db", help="Memory database (default: OUT/memory.sqlite, the run's own).", dir_okay=False
+        ),
     ] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Do not use the LLM response cache.")] = False,
     out: Annotated[
@@ -384,7 +392,8 @@ def run_command(
         typer.Option(help="Run folder (default runs/mind2web-<split>-<memory>); resumed if it exists."),
     ] = None,
     config: Annotated[
-        Path | None, typer.Option("--config", "-c", help="TOML settings file.", dir_okay=False)
+        Path | None,
+        typer.Option("--config", "-c", help="TOML settings file (configs/*.toml).", dir_okay=False),
     ] = None,
 ) -> None:
     """Solve a Mind2Web split offline (teacher forcing), score it, and write summary.md/summary.json.
@@ -392,11 +401,11 @@ def run_command(
     Example: awm mind2web run --data data/mind2web --website exploretock --memory offline --top-k 10
     """
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from awm.assets import configure_runtime_env
     from awm.config import load_settings
     from awm.llm.factory import make_client
+    from awm.pipeline.progress import progress_board
 
     if memory not in ("off", "offline", "online"):
         raise ConfigError(f"--memory must be off, offline or online (got {memory!r})")
@@ -426,17 +435,11 @@ def run_command(
     )
     run_dir = out or settings.runs_dir / f"mind2web-{split}-{memory}"
     console = Console()
-    with Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-    ) as bar:
-        job = bar.add_task("mind2web", total=None)
+    with progress_board(console) as board:
+        bar = board.bar("mind2web")
 
         def show(done: int, total: int, current: str) -> None:
-            bar.update(job, completed=done, total=total, description=f"mind2web {current}".rstrip())
+            bar.update(done, total, current)
 
         summary = run_mind2web(options, run_dir, client=client, counter=client.token_counter(), progress=show)
     write_summary(run_dir, summary)

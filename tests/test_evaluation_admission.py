@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from awm.errors import DataError
-from awm.induction.admission import admit, load_verdicts, review_workflows
+from awm.evaluation.admission import admit, load_verdicts, review_workflows
 from awm.memory.workflow import Workflow, WorkflowStep
 from awm.trajectory import Task, Trajectory, Verdict
 
@@ -122,7 +122,7 @@ def test_manual_review_asks_per_workflow():
 
 def test_rule_all_admits_every_trajectory_without_a_verdict():
     """AWM's online Mind2Web setting: no verdict exists at test time, every trajectory teaches."""
-    from awm.induction.admission import admit
+    from awm.evaluation.admission import admit
     from awm.trajectory import Task, Trajectory, Verdict
 
     task = Task(task_id="t", scope="mind2web/site", benchmark="mind2web")

@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from rich.table import Table
 
+from awm.evaluation.success import is_success
 from awm.trajectory import Trajectory, utc_now
 
 SUMMARY_JSON = "summary.json"

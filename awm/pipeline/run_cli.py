@@ -1,0 +1,179 @@
+"""`awm run`: solve BrowserGym tasks (MiniWoB++, WebArena, any task id) and write a run folder.
+
+A thin shell over the one driver: flags -> a one-arm `PipelineConfig` (memory off, or a fixed scope
+read without writing) + `Settings` -> `awm.pipeline.driver.run_arm` -> a printed table. Every check a
+user can fail (task names, seeds, WebArena sites, memory scope, backends) runs before the first
+browser starts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from awm.errors import ConfigError
+
+WorkersOpt = Annotated[int, typer.Option(min=1, help="Episodes at once, one browser each (local processes or Ray).")]
+ParallelOpt = Annotated[
+    str, typer.Option("--parallel", help="Where parallel episodes run: local (processes) | ray.")
+]
+
+
+def run_command(
+    tasks: Annotated[
+        str,
+        typer.Option("--tasks", "-t", help="Comma list: MiniWoB names, WebArena numbers, or BrowserGym ids."),
+    ],
+    benchmark: Annotated[str, typer.Option(help="miniwob | webarena | browsergym (full task ids).")] = "miniwob",
+    seeds: Annotated[
+        str | None, typer.Option(help="Seeds, e.g. 0-4 or 0,3 (default: 0 for MiniWoB, none for WebArena).")
+    ] = None,
+    memory: Annotated[
+        str,
+        typer.Option(help="off | auto (each task's own scope) | a scope name such as miniwob/login-user."),
+    ] = "off",
+    memory_mode: Annotated[str, typer.Option(help="all (every workflow of the scope) | topk (most similar).")] = "all",
+    top_k: Annotated[int, typer.Option("--k", min=1, help="Workflows to retrieve with --memory-mode topk.")] = 3,
+    policy: Annotated[
+        str, typer.Option(help="llm | scripted (MiniWoB click-test, click-button, enter-text, login-user).")
+    ] = "llm",
+    backend: Annotated[
+        str | None, typer.Option(help="LLM backend: local | openai | anthropic (default: from settings).")
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Model name (default: from settings or AWM_MODEL).")] = None,
+    max_steps: Annotated[int, typer.Option(min=1, help="Steps per episode.")] = 10,
+    workers: WorkersOpt = 1,
+    parallel: ParallelOpt = "local",
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Run folder (default: runs/<time>-<name>); an existing one is resumed."),
+    ] = None,
+    name: Annotated[str | None, typer.Option(help="Run name (default: <benchmark>-<policy>).")] = None,
+    headed: Annotated[bool, typer.Option("--headed", help="Show the browser window.")] = False,
+    judge: Annotated[bool, typer.Option("--judge", help="Also ask the LLM judge about each episode.")] = False,
+    no_grammar: Annotated[
+        bool, typer.Option("--no-grammar", help="Local model: decode freely instead of under the page's ids.")
+    ] = False,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", "-c", help="TOML settings file (configs/*.toml).", dir_okay=False),
+    ] = None,
+) -> None:
+    """Solve tasks in a live browser, record every step, and summarise the run.
+
+    The run folder holds run.sqlite, events.jsonl, screenshots/, trajectories/, summary.md, summary.json
+    and provenance.json (git commit, packages, the command). Running again with the same --out skips
+    the episodes that already finished.
+
+    Example: awm run --benchmark miniwob --tasks click-test,login-user --seeds 0-4 --workers 2
+    """
+    from rich.console import Console
+
+    from awm.pipeline.config import PipelineConfig, parse_pipeline_table
+    from awm.pipeline.driver import run_arm
+    from awm.pipeline.summary import rich_table, summarize
+    from awm.webarena.tasks import needs_webarena, parse_seeds, prepare_webarena_env, resolve_tasks
+
+    if memory_mode not in ("all", "topk"):
+        raise ConfigError(f"--memory-mode must be all or topk (got '{memory_mode}')")
+    if policy == "scripted" and memory != "off":
+        raise ConfigError("--memory needs --policy llm (a scripted policy reads no memory)")
+    if parallel not in ("local", "ray"):
+        raise ConfigError(f"--parallel must be local or ray (got '{parallel}')")
+    overrides: dict[str, Any] = {"llm": {"backend": backend, "model": model}, "browser": {"headless": not headed}}
+    if no_grammar:
+        overrides["agent"] = {"use_grammar": False}
+    settings = _load_settings(config, overrides)
+    seed_list = parse_seeds(seeds) if seeds is not None else None
+    task_list = resolve_tasks(benchmark, tasks, seed_list)
+    if needs_webarena(task_list):
+        prepare_webarena_env(config)
+        if importlib.util.find_spec("browsergym.webarena") is None:
+            raise ConfigError(
+                "WebArena tasks need the browsergym-webarena package: pip install browsergym-webarena "
+                "(then: python -c \"import nltk; nltk.download('punkt')\")"
+            )
+    validate_memory(memory, settings)
+    run_name = name or f"{benchmark}-{policy}"
+    arm: PipelineConfig = parse_pipeline_table(
+        {
+            "name": run_name,
+            "benchmark": benchmark,
+            "tasks": [t.task_id for t in task_list] if benchmark == "browsergym" else _names(tasks),
+            "seeds": seed_list,
+            "max_steps": max_steps,
+            "policy": policy,
+            "memory": "off" if memory == "off" else "fixed",
+            "memory_scope": None if memory in ("off", "auto") else memory,
+            "memory_mode": memory_mode,
+            "k": top_k,
+            "judge": judge,
+            "admission": "gt",
+            "workers": workers,
+            "parallel_backend": parallel,
+        },
+        source="awm run",
+    )
+    run_dir = out or default_run_dir(run_name, settings.runs_dir)
+    console = Console()
+    console.print(f"{len(task_list)} episode(s) -> {run_dir}")
+    result = run_arm(arm, settings, run_dir, console=console)
+    if result.failed_stage is not None:
+        from awm.errors import StageError
+
+        raise StageError(result.error or f"stage '{result.failed_stage}' failed")
+    summary = summarize(
+        result.trajectories,
+        name=run_name,
+        run_dir=run_dir,
+        config_hash="",
+        model=", ".join(sorted({t.model for t in result.trajectories if t.model})) or "-",
+        backend="-",
+        policy=policy,
+        memory=memory,
+    )
+    console.print(rich_table(summary))
+    console.print(f"summary: {Path(run_dir) / 'summary.md'}")
+
+
+def _names(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def _load_settings(config: Path | None, overrides: dict[str, Any]) -> Any:
+    from awm.config import load_settings
+
+    return load_settings(config, overrides=overrides)
+
+
+def default_run_dir(name: str, runs_dir: Path) -> Path:
+    """`runs/<time>-<name>`: readable, sorted by time."""
+    from datetime import datetime
+
+    return Path(runs_dir) / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{name}"
+
+
+def validate_memory(memory: str, settings: Any) -> None:
+    """An explicit memory scope must exist before the run starts (off and auto may start empty)."""
+    if memory == "off":
+        return
+    db = Path(settings.memory_db)
+    if not db.is_file():
+        raise ConfigError(f"--memory {memory}: the memory database {db} does not exist; use --memory off")
+    if memory == "auto":
+        return
+    from awm.memory.store import WorkflowStore
+
+    with WorkflowStore(db) as store:
+        scopes = store.scopes()
+    if memory not in scopes:
+        known = ", ".join(scopes[:10]) or "none"
+        raise ConfigError(f"--memory {memory}: no such scope in {db} (known scopes: {known})")
+
+
+def register(app: typer.Typer) -> None:
+    """Mount `awm run` on the top-level app."""
+    app.command("run")(run_command)

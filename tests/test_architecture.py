@@ -1,0 +1,132 @@
+"""The house rules of DESIGN.md section 2, checked on the source: no import cycle between modules of
+`awm`, and no arrow from a consumer (`awm.webarena`, `awm.mind2web`) up into the driver or its parts.
+
+Every import counts: top-level, inside functions, and under `TYPE_CHECKING` (a cycle that only a type
+checker sees is still two modules that cannot be understood apart).
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "awm"
+
+# consumer -> packages it must never import (the driver owns runs, recording, judging and memory writes)
+FORBIDDEN = {
+    "awm.webarena": ("awm.pipeline", "awm.traces", "awm.evaluation", "awm.induction", "awm.mind2web"),
+    "awm.mind2web": ("awm.pipeline", "awm.traces", "awm.evaluation", "awm.induction", "awm.webarena"),
+    "awm.memory": ("awm.webarena", "awm.mind2web", "awm.pipeline", "awm.llm", "awm.induction"),
+}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _resolve(name: str, known: dict[str, Path]) -> str | None:
+    """The awm module an imported name lives in (`awm.a.b.func` -> `awm.a.b`)."""
+    while name:
+        if name in known:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def imports_of(module: str, path: Path, known: dict[str, Path]) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module if is_package else module.rpartition(".")[0]
+                for _ in range(node.level - 1):
+                    base = base.rpartition(".")[0]
+                prefix = f"{base}.{node.module}" if node.module else base
+            else:
+                prefix = node.module or ""
+            names = [f"{prefix}.{a.name}" for a in node.names] or [prefix]
+        for name in names:
+            if name == "awm" or name.startswith("awm."):
+                target = _resolve(name, known)
+                if target is not None and target != module:
+                    found.add(target)
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    known = modules()
+    return {name: imports_of(name, path, known) for name, path in known.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph.get(node, ()):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    found = cycles(import_graph())
+    assert not found, "import cycles between awm modules: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize("consumer", sorted(FORBIDDEN))
+def test_no_arrow_runs_up_from_a_consumer(consumer: str) -> None:
+    bad = []
+    for module, targets in import_graph().items():
+        if module == consumer or module.startswith(consumer + "."):
+            for target in sorted(targets):
+                if any(target == f or target.startswith(f + ".") for f in FORBIDDEN[consumer]):
+                    bad.append(f"{module} -> {target}")
+    assert not bad, f"{consumer} must not import these: " + ", ".join(bad)
+
+
+def test_the_checker_sees_a_cycle_and_a_relative_import(tmp_path: Path) -> None:
+    # The checker itself must be able to fail: a two-module cycle is found, a chain is not.
+    assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    graph = import_graph()
+    assert "awm.webarena.outcomes" in graph["awm.webarena.env"]  # `from awm.webarena.outcomes import ...`
+    assert "awm.pipeline.parallel" in graph["awm.pipeline.driver"]  # a function-local import counts too
