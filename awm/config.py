@@ -3,8 +3,8 @@
 Why one object: limits, endpoints and paths are read in one place, so a run's behaviour is fully
 described by `Settings` and its `config_hash`. One TOML schema: `[llm]`, `[agent]`, `[browser]` and the
 top-level `memory_db`/`runs_dir`/`home` are `Settings`; `[pipeline]` is the arm (`awm.pipeline.config`),
-`[[arm]]` and the ablation keys are `awm ablate`'s, `[webarena]` names WebArena's sites, `[mind2web]` and
-`[demo]` are read by their commands. Every table refuses a key it does not know, naming the key and the
+`[[arm]]` and the ablation keys are `awm ablate`'s, `[webarena]` names WebArena's sites, `[mind2web]` is a
+template that no command reads yet (see configs/mind2web.toml). Every other table refuses a key it does not know, naming the key and the
 file: a misspelt `temprature` must not silently run at the default.
 """
 
@@ -134,7 +134,6 @@ OTHER_TABLES = frozenset(
         "budget_off_arm",
         "webarena",
         "mind2web",
-        "demo",
     }
 )
 

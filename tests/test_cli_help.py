@@ -63,9 +63,9 @@ def test_help_renders_literally_with_an_example(path: tuple[str, ...], command) 
 
 
 def test_the_bracket_check_checks_something():
-    """The help strings really hold bracketed words (Rich markup printed `awm demo`'s as blanks)."""
+    """The help strings really hold bracketed words (Rich markup printed them as blanks)."""
     words = {w for _, c in COMMANDS for text in help_strings(c) for w in BRACKETED.findall(text)}
-    assert {"[demo]", "[llm]"} <= words
+    assert {"[pipeline]", "[llm]"} <= words
 
 
 def test_one_meaning_per_flag():

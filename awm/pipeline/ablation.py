@@ -59,7 +59,7 @@ class ArmSpec(BaseModel):
 class AblationConfig(BaseModel):
     """The ablation's own keys (top level of the TOML file) and its arms."""
 
-    model_config = ConfigDict(extra="ignore")  # [pipeline], [llm], [demo]... belong to others
+    model_config = ConfigDict(extra="ignore")  # [pipeline], [llm]... belong to others
 
     repeats: int = Field(default=1, ge=1)
     budget_matched: bool = False

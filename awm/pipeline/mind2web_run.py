@@ -196,6 +196,10 @@ def run_mind2web(
             f"{options.data}: split {options.split} repeats an annotation_id; results are keyed by it"
         )
     ranker = ranker or make_ranker(options)
+    from awm.provenance import write_provenance
+
+    out.mkdir(parents=True, exist_ok=True)
+    write_provenance(out)  # commit, packages, the command: with every results folder
     exemplars: list[str] = []
     if options.exemplars > 0:
         exemplars = load_exemplars(options)
