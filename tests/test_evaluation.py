@@ -182,7 +182,7 @@ def test_judge_vision_sends_the_screenshot_as_a_data_url() -> None:
 def test_audit_counts_by_hand() -> None:
     rows = [
         ("t1", 1.0, "success"),  # TP
-        ("t2", 0.5, "success"),  # TP (partial reward counts as success)
+        ("t2", 0.5, "success"),  # FP: partial credit is not a full reward
         ("t3", 0.0, "success"),  # FP
         ("t4", 1.0, "failure"),  # FN
         ("t5", 0.0, "failure"),  # TN
@@ -192,23 +192,23 @@ def test_audit_counts_by_hand() -> None:
         ("t9", None, "success"),  # no reward: not compared
     ]
     result = audit(make_trajectory(i, reward=r, judge=j) for i, r, j in rows)
-    assert (result.tp, result.fp, result.fn, result.tn, result.unknown) == (2, 1, 1, 2, 1)
+    assert (result.tp, result.fp, result.fn, result.tn, result.unknown) == (1, 2, 1, 2, 1)
     assert (result.total, result.compared, result.missing, result.unknown_gt_success) == (9, 7, 2, 1)
-    assert result.precision == pytest.approx(2 / 3)
-    assert result.recall == pytest.approx(2 / 3)
-    assert result.accuracy == pytest.approx(4 / 6)
+    assert result.precision == pytest.approx(1 / 3)
+    assert result.recall == pytest.approx(1 / 2)
+    assert result.accuracy == pytest.approx(3 / 6)
     assert result.coverage == pytest.approx(6 / 7)
     assert (
-        result.false_positive_ids == ["t3"]
+        result.false_positive_ids == ["t2", "t3"]
         and result.false_negative_ids == ["t4"]
         and result.unknown_ids == ["t7"]
     )
     md = result.to_markdown()
-    assert "| judge success | 2 (TP) | 1 (FP) |" in md
+    assert "| judge success | 1 (TP) | 2 (FP) |" in md
     assert "| judge unknown | 1 | 0 |" in md
-    assert "66.7%" in md and "85.7%" in md
-    assert "False positives (1): `t3`" in md
-    assert result.model_dump()["precision"] == pytest.approx(2 / 3)
+    assert "33.3%" in md and "85.7%" in md
+    assert "False positives (2): `t2`, `t3`" in md
+    assert result.model_dump()["precision"] == pytest.approx(1 / 3)
 
 
 def test_audit_with_nothing_to_compare() -> None:

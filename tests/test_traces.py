@@ -255,7 +255,7 @@ def test_viewer_lists_episodes_and_shows_steps(tmp_path: Path) -> None:
     table = runner.invoke(app, ["show", str(run_dir)], env={"COLUMNS": "200"})
     assert table.exit_code == 0, table.output
     assert "miniwob.click-button#0" in table.output and "miniwob.click-button#1" in table.output
-    assert "2 episodes, 1 with reward > 0" in table.output
+    assert "2 episodes, 1 solved (full reward)" in table.output
 
     episode = runner.invoke(app, ["show", str(run_dir), "aa22"], env={"COLUMNS": "200"})
     assert episode.exit_code == 0, episode.output
