@@ -36,6 +36,7 @@ def _mount() -> None:
     from awm.pipeline.commands import app as pipeline_app
     from awm.pipeline.mind2web_run import register_run as register_mind2web_run
     from awm.pipeline.run_cli import register as register_run
+    from awm.suite.commands import app as suite_app
     from awm.traces.commands import app as traces_app
 
     app.command("doctor")(doctor.doctor_command)
@@ -48,6 +49,7 @@ def _mount() -> None:
     app.add_typer(pipeline_app, name="pipeline")
     app.add_typer(memory_app, name="memory")
     app.add_typer(traces_app, name="traces")
+    app.add_typer(suite_app, name="suite")
     app.add_typer(llm_app, name="llm")
     app.add_typer(actions_app, name="actions")
     show_help_literally(app)
