@@ -261,3 +261,19 @@ def test_two_worker_processes_return_trajectories_and_only_the_driver_writes(tmp
             assert (
                 step.action_str.startswith("click(") and step.screenshot and (out / step.screenshot).is_file()
             )
+
+
+@pytest.mark.browser
+def test_awm_run_is_the_driver_with_one_arm_and_prints_the_run_summary(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "awm.cli", "run", "--policy", "scripted", "--tasks", "click-test", "--seeds", "0,1",
+         "--workers", "2", "--out", str(out)],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "miniwob-scripted" in done.stdout and "click-test" in done.stdout
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["successes"] == 2 and summary["policy"] == "scripted" and summary["config_hash"]
+    with open_run(out) as db:
+        assert db.run().config["pipeline"]["memory"] == "off"  # one pipeline arm, memory off

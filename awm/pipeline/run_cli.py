@@ -74,7 +74,7 @@ def run_command(
 
     from awm.pipeline.config import PipelineConfig, parse_pipeline_table
     from awm.pipeline.driver import run_arm
-    from awm.pipeline.summary import rich_table, summarize
+    from awm.pipeline.summary import load_summary, rich_table
     from awm.webarena.tasks import needs_webarena, parse_seeds, prepare_webarena_env, resolve_tasks
 
     if memory_mode not in ("all", "topk"):
@@ -125,17 +125,7 @@ def run_command(
         from awm.errors import StageError
 
         raise StageError(result.error or f"stage '{result.failed_stage}' failed")
-    summary = summarize(
-        result.trajectories,
-        name=run_name,
-        run_dir=run_dir,
-        config_hash="",
-        model=", ".join(sorted({t.model for t in result.trajectories if t.model})) or "-",
-        backend="-",
-        policy=policy,
-        memory=memory,
-    )
-    console.print(rich_table(summary))
+    console.print(rich_table(load_summary(run_dir)))
     console.print(f"summary: {Path(run_dir) / 'summary.md'}")
 
 

@@ -232,6 +232,11 @@ def write_summary(summary: RunSummary, run_dir: Path) -> tuple[Path, Path]:
     return out[0], out[1]
 
 
+def load_summary(run_dir: Path) -> RunSummary:
+    """The summary a run wrote (`summary.json`), as the model it was written from."""
+    return RunSummary.model_validate(json.loads((Path(run_dir) / SUMMARY_JSON).read_text()))
+
+
 def rich_table(summary: RunSummary) -> Table:
     """The per-episode table printed at the end of `awm run`."""
     table = Table(
