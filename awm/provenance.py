@@ -9,16 +9,16 @@ starts and written beside its results as `provenance.json`.
 from __future__ import annotations
 
 import json
-import os
 import platform
 import shlex
 import subprocess
 import sys
-import tempfile
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from awm.files import write_text_atomic
 
 PROVENANCE_JSON = "provenance.json"
 GIT_TIMEOUT_S = 10.0
@@ -86,16 +86,5 @@ def collect_provenance(command: list[str] | None = None) -> dict[str, Any]:
 def write_provenance(folder: Path, command: list[str] | None = None) -> Path:
     """Write `folder/provenance.json` atomically (a temp file in the same folder, then a rename), so a
     reader never sees half a file, even if the run is killed mid-write; returns its path."""
-    folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / PROVENANCE_JSON
     text = json.dumps(collect_provenance(command), indent=2) + "\n"
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{PROVENANCE_JSON}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return path
+    return write_text_atomic(Path(folder) / PROVENANCE_JSON, text)

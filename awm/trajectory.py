@@ -13,6 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from awm.errors import DataError
+from awm.files import write_text_atomic
 
 # The outcome classes of one step. `ok` means the action was parsed and executed.
 StepOutcome = Literal[
@@ -143,11 +144,7 @@ def load_trajectory(path: Path) -> Trajectory:
 
 def save_trajectory(trajectory: Trajectory, path: Path) -> None:
     """Write atomically (temp file, then rename) so a crash never leaves half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(trajectory.to_json())
-    tmp.replace(path)
+    write_text_atomic(path, trajectory.to_json())
 
 
 def load_trajectories(folder: Path) -> list[Trajectory]:

@@ -6,14 +6,11 @@ task. Policies answer with action text, so every episode goes through the model'
 
 from __future__ import annotations
 
-import functools
 import io
 import os
 import re
 import signal
-import threading
 from collections.abc import Iterator
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +19,7 @@ from PIL import Image
 
 from awm.config import BrowserSettings
 from awm.errors import PromptTooLargeError
+from awm.suite.runner import serve_pages
 from awm.trajectory import Step, Task, Trajectory
 from awm.webarena.env import BrowserSession
 from awm.webarena.harness import Decision, DecisionContext, HarnessConfig, run_episode
@@ -32,18 +30,10 @@ pytestmark = pytest.mark.browser
 PAGES = Path(__file__).parent / "fixtures" / "pages"
 
 
-class _QuietHandler(SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 @pytest.fixture(scope="module")
 def base_url() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(_QuietHandler, directory=str(PAGES)))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/"
-    server.shutdown()
+    with serve_pages(PAGES) as base:
+        yield f"{base}/"
 
 
 @pytest.fixture(scope="module")

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from awm.errors import DataError, StageError
+from awm.files import write_text_atomic
 
 app = typer.Typer(
     help="Stage drivers: induce while solving (online), induce then solve (offline), resume, single stages.\n\n"
@@ -359,15 +360,13 @@ def induce_command(
         raise PipelineStageError("induce", f"scope '{scope}': {outcome.reason}")
     path = candidates_path(run_dir, scope)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
     payload = {
         "scope": scope,
         "mode": mode,
         "admission": admit_rule,
         "workflows": [w.model_dump(mode="json") for w in candidates],
     }
-    tmp.write_text(json.dumps(payload, indent=2, ensure_ascii=False))
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(payload, indent=2, ensure_ascii=False))
     console = Console()
     for w in candidates:
         console.print(f"+ {w.name}: {w.description}")

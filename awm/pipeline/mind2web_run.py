@@ -22,6 +22,7 @@ import typer
 from pydantic import BaseModel
 
 from awm.errors import ConfigError, DataError
+from awm.files import write_text_atomic
 from awm.llm.base import LLMClient
 from awm.memory.store import WorkflowStore
 from awm.mind2web.data import SPLITS, iter_records
@@ -112,9 +113,7 @@ def _check_options(out: Path, options: RunOptions) -> None:
                 f"{out} holds a run with other options ({shown}); use another --out or the same options"
             )
     out.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(options.model_dump_json(indent=2))
-    tmp.replace(path)
+    write_text_atomic(path, options.model_dump_json(indent=2))
 
 
 def make_ranker(options: RunOptions) -> Ranker:
@@ -148,9 +147,7 @@ def _offline(
         counter=counter,
         budget_tokens=min(3000, options.context_window // 2),
     )
-    tmp = marker.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps([n.model_dump() for n in notes], indent=2))
-    tmp.replace(marker)
+    write_text_atomic(marker, json.dumps([n.model_dump() for n in notes], indent=2))
     return notes
 
 
@@ -355,9 +352,7 @@ def write_summary(out: Path, summary: Mind2WebRunSummary) -> None:
         ("summary.json", summary.model_dump_json(indent=2)),
         ("summary.md", render_summary(summary)),
     ):
-        tmp = out / (name + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(out / name)
+        write_text_atomic(out / name, text)
 
 
 def run_command(

@@ -214,8 +214,7 @@ def _run_in_process(
     with BrowserSession(env_config) as session:
         while queue:
             job = queue.popleft()
-            shots, collect = _screenshot_collector()
-            if on_step is not None:
+            if on_step is not None:  # each step (and its screenshot) goes to the driver as it happens
 
                 def live(
                     trajectory: Trajectory, step: Step, png: bytes | None, job: EpisodeJob = job
@@ -223,8 +222,9 @@ def _run_in_process(
                     on_step(job, trajectory, step, png)
 
                 trajectory = solve_job(session, job, factory, harness_config, live)
-                shots = [None] * len(trajectory.steps)
+                shots: list[bytes | None] = [None] * len(trajectory.steps)
             else:
+                shots, collect = _screenshot_collector()
                 trajectory = solve_job(session, job, factory, harness_config, collect)
             on_result(job, trajectory, shots)
             queue.extend(source.ready())

@@ -32,6 +32,7 @@ from rich.table import Table
 
 from awm.evaluation.audit import JudgeAudit, audit
 from awm.evaluation.success import SUCCESS_RULE, is_success
+from awm.files import write_text_atomic
 from awm.pipeline.summary import INFRA_ENDS, summarize_episode
 from awm.provenance import PROVENANCE_JSON
 from awm.trajectory import Trajectory, utc_now
@@ -838,12 +839,6 @@ def plot_tokens_per_step(report: AblationReport, path: Path) -> None:
     plt.close(fig)
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-
-
 def write_report(report: AblationReport, out: Path) -> Path:
     """Write the plots, `results.json` and `RESULTS.md` into `out`; returns the RESULTS.md path."""
     out = Path(out)
@@ -857,6 +852,6 @@ def write_report(report: AblationReport, out: Path) -> Path:
         draw(report, out / name)
         plots.append(name)
     report = report.model_copy(update={"plots": plots})
-    _atomic_write(out / RESULTS_JSON, report.model_dump_json(indent=2) + "\n")
-    _atomic_write(out / RESULTS_MD, render_markdown(report))
+    write_text_atomic(out / RESULTS_JSON, report.model_dump_json(indent=2) + "\n")
+    write_text_atomic(out / RESULTS_MD, render_markdown(report))
     return out / RESULTS_MD

@@ -14,9 +14,12 @@ from typing import Annotated, Any
 
 import typer
 
+from awm.config import Settings
 from awm.errors import ConfigError
 
-WorkersOpt = Annotated[int, typer.Option(min=1, help="Episodes at once, one browser each (local processes or Ray).")]
+WorkersOpt = Annotated[
+    int, typer.Option(min=1, help="Episodes at once, one browser each (local processes or Ray).")
+]
 ParallelOpt = Annotated[
     str, typer.Option("--parallel", help="Where parallel episodes run: local (processes) | ray.")
 ]
@@ -27,7 +30,9 @@ def run_command(
         str,
         typer.Option("--tasks", "-t", help="Comma list: MiniWoB names, WebArena numbers, or BrowserGym ids."),
     ],
-    benchmark: Annotated[str, typer.Option(help="miniwob | webarena | browsergym (full task ids).")] = "miniwob",
+    benchmark: Annotated[
+        str, typer.Option(help="miniwob | webarena | browsergym (full task ids).")
+    ] = "miniwob",
     seeds: Annotated[
         str | None, typer.Option(help="Seeds, e.g. 0-4 or 0,3 (default: 0 for MiniWoB, none for WebArena).")
     ] = None,
@@ -35,15 +40,21 @@ def run_command(
         str,
         typer.Option(help="off | auto (each task's own scope) | a scope name such as miniwob/login-user."),
     ] = "off",
-    memory_mode: Annotated[str, typer.Option(help="all (every workflow of the scope) | topk (most similar).")] = "all",
-    top_k: Annotated[int, typer.Option("--k", min=1, help="Workflows to retrieve with --memory-mode topk.")] = 3,
+    memory_mode: Annotated[
+        str, typer.Option(help="all (every workflow of the scope) | topk (most similar).")
+    ] = "all",
+    top_k: Annotated[
+        int, typer.Option("--k", min=1, help="Workflows to retrieve with --memory-mode topk.")
+    ] = 3,
     policy: Annotated[
         str, typer.Option(help="llm | scripted (MiniWoB click-test, click-button, enter-text, login-user).")
     ] = "llm",
     backend: Annotated[
         str | None, typer.Option(help="LLM backend: local | openai | anthropic (default: from settings).")
     ] = None,
-    model: Annotated[str | None, typer.Option(help="Model name (default: from settings or AWM_MODEL).")] = None,
+    model: Annotated[
+        str | None, typer.Option(help="Model name (default: from settings or AWM_MODEL).")
+    ] = None,
     max_steps: Annotated[int, typer.Option(min=1, help="Steps per episode.")] = 10,
     workers: WorkersOpt = 1,
     parallel: ParallelOpt = "local",
@@ -53,7 +64,9 @@ def run_command(
     ] = None,
     name: Annotated[str | None, typer.Option(help="Run name (default: <benchmark>-<policy>).")] = None,
     headed: Annotated[bool, typer.Option("--headed", help="Show the browser window.")] = False,
-    judge: Annotated[bool, typer.Option("--judge", help="Also ask the LLM judge about each episode.")] = False,
+    judge: Annotated[
+        bool, typer.Option("--judge", help="Also ask the LLM judge about each episode.")
+    ] = False,
     no_grammar: Annotated[
         bool, typer.Option("--no-grammar", help="Local model: decode freely instead of under the page's ids.")
     ] = False,
@@ -72,10 +85,17 @@ def run_command(
     """
     from rich.console import Console
 
+    from awm.config import load_settings
     from awm.pipeline.config import PipelineConfig, parse_pipeline_table
     from awm.pipeline.driver import run_arm
     from awm.pipeline.summary import load_summary, rich_table
-    from awm.webarena.tasks import needs_webarena, parse_seeds, prepare_webarena_env, resolve_tasks
+    from awm.webarena.tasks import (
+        needs_webarena,
+        parse_seeds,
+        prepare_webarena_env,
+        resolve_tasks,
+        split_names,
+    )
 
     if memory_mode not in ("all", "topk"):
         raise ConfigError(f"--memory-mode must be all or topk (got '{memory_mode}')")
@@ -83,10 +103,13 @@ def run_command(
         raise ConfigError("--memory needs --policy llm (a scripted policy reads no memory)")
     if parallel not in ("local", "ray"):
         raise ConfigError(f"--parallel must be local or ray (got '{parallel}')")
-    overrides: dict[str, Any] = {"llm": {"backend": backend, "model": model}, "browser": {"headless": not headed}}
+    overrides: dict[str, Any] = {
+        "llm": {"backend": backend, "model": model},
+        "browser": {"headless": not headed},
+    }
     if no_grammar:
         overrides["agent"] = {"use_grammar": False}
-    settings = _load_settings(config, overrides)
+    settings = load_settings(config, overrides=overrides)
     seed_list = parse_seeds(seeds) if seeds is not None else None
     task_list = resolve_tasks(benchmark, tasks, seed_list)
     if needs_webarena(task_list):
@@ -102,7 +125,7 @@ def run_command(
         {
             "name": run_name,
             "benchmark": benchmark,
-            "tasks": [t.task_id for t in task_list] if benchmark == "browsergym" else _names(tasks),
+            "tasks": split_names(tasks),
             "seeds": seed_list,
             "max_steps": max_steps,
             "policy": policy,
@@ -129,16 +152,6 @@ def run_command(
     console.print(f"summary: {Path(run_dir) / 'summary.md'}")
 
 
-def _names(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
-
-
-def _load_settings(config: Path | None, overrides: dict[str, Any]) -> Any:
-    from awm.config import load_settings
-
-    return load_settings(config, overrides=overrides)
-
-
 def default_run_dir(name: str, runs_dir: Path) -> Path:
     """`runs/<time>-<name>`: readable, sorted by time."""
     from datetime import datetime
@@ -146,7 +159,7 @@ def default_run_dir(name: str, runs_dir: Path) -> Path:
     return Path(runs_dir) / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{name}"
 
 
-def validate_memory(memory: str, settings: Any) -> None:
+def validate_memory(memory: str, settings: Settings) -> None:
     """An explicit memory scope must exist before the run starts (off and auto may start empty)."""
     if memory == "off":
         return

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from rich.table import Table
 
 from awm.evaluation.success import is_success
+from awm.files import write_text_atomic
 from awm.trajectory import Trajectory, utc_now
 
 SUMMARY_JSON = "summary.json"
@@ -219,17 +220,11 @@ def summary_json(summary: RunSummary) -> dict:
 def write_summary(summary: RunSummary, run_dir: Path) -> tuple[Path, Path]:
     """Write `summary.json` and `summary.md` atomically; returns their paths."""
     run_dir = Path(run_dir)
-    out = []
-    for name, text in (
-        (SUMMARY_JSON, json.dumps(summary_json(summary), indent=2, sort_keys=True) + "\n"),
-        (SUMMARY_MD, render_markdown(summary)),
-    ):
-        path = run_dir / name
-        tmp = path.with_suffix(path.suffix + ".tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
-        out.append(path)
-    return out[0], out[1]
+    data = json.dumps(summary_json(summary), indent=2, sort_keys=True) + "\n"
+    return (
+        write_text_atomic(run_dir / SUMMARY_JSON, data),
+        write_text_atomic(run_dir / SUMMARY_MD, render_markdown(summary)),
+    )
 
 
 def load_summary(run_dir: Path) -> RunSummary:

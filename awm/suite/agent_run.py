@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from awm.config import Settings
+from awm.files import write_text_atomic
 from awm.grounding.ground import norm
 from awm.grounding.model import SuiteTask, Target
 from awm.suite.results import AGENT_RUN_JSON, AgentSuiteRun, AgentTaskReport
@@ -108,11 +109,6 @@ def run_suite_agent(
             if on_task is not None:
                 on_task(report)
     run.seconds = round(time.monotonic() - started, 2)
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / AGENT_RUN_JSON
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(run.model_dump_json(indent=2))
-    tmp.replace(path)
+    write_text_atomic(Path(out) / AGENT_RUN_JSON, run.model_dump_json(indent=2))
     write_results(out)
     return run

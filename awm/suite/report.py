@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from awm.files import write_text_atomic
 from awm.suite.results import AGENT_RUN_JSON, AgentSuiteRun, SuiteRun, load_agent_run, load_run, run_file
 
 
@@ -97,8 +98,4 @@ def write_results(out: Path) -> Path:
     out = Path(out)
     agent = load_agent_run(out / AGENT_RUN_JSON)
     text = render_results(load_run(run_file(out, True)), load_run(run_file(out, False)), agent)
-    path = out / "RESULTS.md"
-    tmp = path.with_suffix(".md.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-    return path
+    return write_text_atomic(out / "RESULTS.md", text)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from awm.errors import ConfigError
+from awm.files import write_text_atomic
 from awm.grounding.executor import ExecutorConfig, JsonlLog, run_task
 from awm.grounding.model import SuiteTask
 from awm.suite.results import SuiteRun, run_file
@@ -97,9 +98,6 @@ def run_suite(
         finally:
             browser.close()
     run.seconds = round(time.monotonic() - started, 2)
-    path = run_file(out, recovery)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(run.model_dump_json(indent=2))
-    tmp.replace(path)
+    write_text_atomic(run_file(out, recovery), run.model_dump_json(indent=2))
     write_results(out)
     return run
