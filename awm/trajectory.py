@@ -86,6 +86,11 @@ class Step(BaseModel):
     llm_calls: int = 0
     prompt_hash: str = ""  # sha256 of the exact messages sent for this step (empty: no model call)
     screenshot: str | None = None
+    # A sub-step of a `run_workflow` call: the index of the model step that called it, the workflow's
+    # name, and how its target was grounded on this page (rule, score, candidates). None: a model step.
+    called_by: int | None = None
+    workflow: str = ""
+    grounding: str = ""
 
 
 class Verdict(BaseModel):
@@ -101,6 +106,18 @@ class Verdict(BaseModel):
     judge_reason: str = ""
 
 
+class WorkflowCall(BaseModel):
+    """One `run_workflow` call of an episode: which workflow, with which values, how far it ran."""
+
+    step: int  # the index of the model step that called it
+    name: str
+    params: dict[str, str] = Field(default_factory=dict)
+    steps_total: int = 0
+    steps_run: int = 0  # sub-steps that ran and passed their check
+    completed: bool = False  # every sub-step ran
+    error: str = ""  # why it stopped ("step 2 of 3 (fill [textbox] Password): target_not_found: ...")
+
+
 class Trajectory(BaseModel):
     """An episode: the task, its steps, how it ended, and what memory it saw."""
 
@@ -114,6 +131,7 @@ class Trajectory(BaseModel):
     memory_scope: str | None = None  # the memory view the driver gave the policy: its scope,
     memory_version: int | None = None  # its version (None: the scope had none yet),
     workflows_used: list[str] = Field(default_factory=list)  # and the workflows its prompts carried
+    workflow_calls: list[WorkflowCall] = Field(default_factory=list)  # and the ones it ran
     started_at: str = Field(default_factory=utc_now)
     seconds: float = 0.0
     meta: dict[str, Any] = Field(default_factory=dict)

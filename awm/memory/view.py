@@ -20,6 +20,7 @@ from awm.memory.store import WorkflowStore
 from awm.memory.workflow import Workflow
 
 ViewMode = Literal["all", "topk"]
+WorkflowUse = Literal["text", "executable"]
 
 
 class MemoryView(BaseModel):
@@ -32,6 +33,11 @@ class MemoryView(BaseModel):
     workflows: tuple[Workflow, ...] = ()
     mode: ViewMode = "all"
     k: int = Field(default=3, ge=1)
+    # ``text``: workflows are shown in the prompt to imitate; ``executable``: each one that the grounded
+    # executor can run is also offered as a `run_workflow` action.
+    use: WorkflowUse = "text"
+    # A prefix scope (``miniwob``) reads every scope below it: each one's version at view time.
+    versions: dict[str, int] = Field(default_factory=dict)
 
     @property
     def empty(self) -> bool:

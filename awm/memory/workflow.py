@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -11,7 +12,31 @@ from awm.trajectory import TargetDesc, utc_now
 
 InductionMode = Literal["neural", "rule", "import", "manual"]
 
-PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)\}")
+# ``{name}`` or ``{name|transform}``: group 1 is the name (so ``findall`` returns names). A transform
+# applies to a value bound from the goal (see `instantiate`): the goal says "myron", the field wants
+# "MYRON" -> ``{text|upper}``.
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)(?:\|(?:lower|upper|strip|title))?\}")
+_PLACEHOLDER_PARTS = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)(?:\|(lower|upper|strip|title))?\}")
+Transform = Literal["lower", "upper", "strip", "title"]
+TRANSFORMS: dict[str, Callable[[str], str]] = {
+    "lower": str.lower,
+    "upper": str.upper,
+    "strip": str.strip,
+    "title": str.title,
+}
+
+
+class StepCheck(BaseModel):
+    """What the page shows after a step went right, as data (`value` may hold placeholders).
+
+    ``value_is``: the step's target now holds `value` (a field's text, a select's option);
+    ``url_contains``: the page URL contains `value`; ``text_appears``: the page's text contains `value`.
+    Why not the suite's selector-based postconditions: a workflow runs on pages whose element ids and
+    markup it never saw; these three hold on any page the step's target grounds on.
+    """
+
+    kind: Literal["value_is", "url_contains", "text_appears"]
+    value: str
 
 
 class WorkflowStep(BaseModel):
@@ -19,16 +44,19 @@ class WorkflowStep(BaseModel):
 
     `action` is an action name from the closed action set (``click``, ``fill``, ``select_option``,
     ``press``, ``send_msg_to_user``... or Mind2Web's ``CLICK``/``TYPE``/``SELECT``). `value` may hold
-    ``{placeholders}``. The target is a role plus label, never a raw element id.
+    ``{placeholders}``. The target is a role plus label, never a raw element id. `post`, when set, is
+    checked after the step runs as part of an executable workflow (`run_workflow`).
     """
 
     reasoning: str = ""
     action: str
     target: TargetDesc = Field(default_factory=TargetDesc)
     value: str = ""
+    post: StepCheck | None = None
 
     def placeholders(self) -> list[str]:
-        return PLACEHOLDER.findall(self.value) + PLACEHOLDER.findall(self.target.label)
+        found = PLACEHOLDER.findall(self.value) + PLACEHOLDER.findall(self.target.label)
+        return found + (PLACEHOLDER.findall(self.post.value) if self.post is not None else [])
 
 
 class Provenance(BaseModel):
@@ -40,6 +68,9 @@ class Provenance(BaseModel):
     mode: InductionMode = "manual"
     admission: str = ""
     created_at: str = Field(default_factory=utc_now)
+    # Replay verification (ASI): the replay episode's trajectory id and its verdict ("success" or why not).
+    replay_trajectory_id: str = ""
+    replay_verdict: str = ""
 
 
 class Workflow(BaseModel):
@@ -86,13 +117,26 @@ def bind_parameters(workflow: Workflow, goal: str) -> dict[str, str]:
     return values
 
 
+def fill_placeholders(text: str, values: dict[str, str]) -> str:
+    """`text` with each known ``{name}`` / ``{name|transform}`` replaced (unknown ones stay)."""
+
+    def one(match: re.Match[str]) -> str:
+        name, transform = match.group(1), match.group(2)
+        if name not in values:
+            return match.group(0)
+        value = values[name]
+        return TRANSFORMS[transform](value) if transform else value
+
+    return _PLACEHOLDER_PARTS.sub(one, text)
+
+
 def instantiate(workflow: Workflow, values: dict[str, str]) -> Workflow:
     """The workflow with known placeholder values filled in (unknown placeholders stay as they are)."""
     if not values:
         return workflow
 
     def fill(text: str) -> str:
-        return PLACEHOLDER.sub(lambda m: values.get(m.group(1), m.group(0)), text)
+        return fill_placeholders(text, values)
 
     steps = [
         step.model_copy(
@@ -100,6 +144,7 @@ def instantiate(workflow: Workflow, values: dict[str, str]) -> Workflow:
                 "value": fill(step.value),
                 "reasoning": fill(step.reasoning),
                 "target": step.target.model_copy(update={"label": fill(step.target.label)}),
+                "post": step.post.model_copy(update={"value": fill(step.post.value)}) if step.post else None,
             }
         )
         for step in workflow.steps

@@ -28,6 +28,10 @@ class PipelineConfig(BaseModel):
     version), ``offline`` (induce once from `offline_from`, freeze, then solve read-only), ``fixed``
     (read an existing memory database, `Settings.memory_db`, without writing it). `memory_scope` makes
     every task read that one scope instead of its own (``fixed`` only: `awm run --memory SCOPE`).
+    `workflows`: ``text`` shows workflows in the prompt; ``executable`` also offers each runnable one
+    as a `run_workflow` action. `scope`: ``task`` reads the task's own scope; ``benchmark`` reads every
+    scope of the benchmark (top-k by goal), while commits still go to the task's own scope. `verify`:
+    ``replay`` commits a new workflow only after it re-ran on its source task and succeeded.
 
     `workers` episodes run at once (local processes or Ray, one browser each): memory-off, fixed and
     offline arms fan out fully; online arms run scopes in parallel and each scope's stream in order.
@@ -49,6 +53,9 @@ class PipelineConfig(BaseModel):
     induce_every: int = Field(default=1, ge=1)
     memory_mode: Literal["all", "topk"] = "all"
     k: int = Field(default=3, ge=1)
+    workflows: Literal["text", "executable"] = "text"
+    scope: Literal["task", "benchmark"] = "task"
+    verify: Literal["replay", "off"] = "replay"
     offline_from: list[Path] = Field(default_factory=list)
     workers: int = Field(default=1, ge=1)
     parallel_backend: Literal["local", "ray"] = "local"
