@@ -33,8 +33,8 @@ from pydantic import BaseModel
 from awm.errors import ActionParseError, ConfigError
 
 ActionSetName = Literal["browser", "mind2web"]
-ArgValue = str | int | float | list[str]
-ArgType = Literal["id", "str", "int", "float", "str_or_list"]
+ArgValue = str | int | float | list[str] | dict[str, str]
+ArgType = Literal["id", "str", "int", "float", "str_or_list", "params"]
 
 # --------------------------------------------------------------------------------------------------
 # The definition
@@ -221,6 +221,18 @@ MIND2WEB_ACTIONS: tuple[ActionSpec, ...] = (
 )
 
 
+# `run_workflow` is offered only when the episode's memory holds executable workflows, and only with the
+# names and parameters of those workflows (a `WorkflowCatalog`), so it is not in the fixed tables above.
+RUN_WORKFLOW = ActionSpec(
+    "run_workflow",
+    (ArgSpec("name", "str"), ArgSpec("params", "params", False, {})),
+    "run the steps of a saved workflow as one action; give the values of its parameters",
+    {"name": "WORKFLOW", "params": {"PARAM": "value"}},
+)
+# Workflow name -> the parameter names a call must give (those the goal does not already state).
+WorkflowCatalog = Mapping[str, Sequence[str]]
+
+
 def actions_offered(benchmark: str) -> list[str] | None:
     """The browser actions offered on a benchmark's pages (None: the whole set)."""
     names = [s.name for s in BROWSER_ACTIONS if benchmark in s.benchmarks]
@@ -387,6 +399,15 @@ def _check_value(spec: ActionSpec, arg: ArgSpec, value: Any) -> ArgValue:
         if not is_number or not math.isfinite(value):
             raise _fail("bad_argument", f"{where} must be a finite number; got {value!r}")
         return value
+    if arg.type == "params":
+        if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+            raise _fail("bad_argument", f"{where} must be a dict of parameter names to values; got {value!r}")
+        out: dict[str, str] = {}
+        for key, item in value.items():
+            if isinstance(item, bool) or not isinstance(item, str | int | float):
+                raise _fail("bad_argument", f"{where}: the value of '{key}' must be a quoted string; got {item!r}")
+            out[key] = str(item)
+        return out
     # str_or_list
     if isinstance(value, tuple):
         value = list(value)
@@ -501,10 +522,12 @@ def render_action(action: Action, action_set: ActionSetName = "browser") -> str:
     to their default are left out, and the rest are passed by keyword, as BrowserGym's examples do.
     """
     specs = _specs(action_set)
-    spec = specs.get(action.name)
+    spec = RUN_WORKFLOW if action.name == RUN_WORKFLOW.name and action_set == "browser" else specs.get(action.name)
     if spec is None:
         raise _fail("unknown_action", f"'{action.name}' is not an action of the {action_set} set")
     args = _bind(spec, [], list(action.args.items()))
+    if spec is RUN_WORKFLOW:  # both arguments positional, the dict always shown: what the prompt teaches
+        return f"run_workflow({args['name']!r}, {args['params']!r})"
     if action_set == "mind2web":
         text = f"{spec.name} [{args['id']}]"
         if "value" in args:
@@ -696,6 +719,17 @@ def _literal(node: ast.AST, where: str) -> Any:
             and not isinstance(operand.value, bool)
         ):
             return -operand.value if isinstance(node.op, ast.USub) else operand.value
+    if isinstance(node, ast.Dict):  # run_workflow's parameters: {'name': 'value', ...}
+        out: dict[Any, Any] = {}
+        for key, item in zip(node.keys, node.values, strict=True):
+            if not isinstance(key, ast.Constant) or not isinstance(key.value, str):
+                raise _fail("non_literal", f"{where}: dict keys must be quoted parameter names")
+            if not isinstance(item, ast.Constant) or isinstance(item.value, bool) or item.value is None:
+                raise _fail(
+                    "non_literal", f"{where}: the value of '{key.value}' must be a quoted string; got {_describe_node(item)}"
+                )
+            out[key.value] = item.value
+        return out
     if isinstance(node, ast.List | ast.Tuple):
         items = []
         for element in node.elts:
@@ -762,13 +796,44 @@ def _no_action_message(action_set: str) -> str:
     )
 
 
+def _check_workflow_call(args: dict[str, ArgValue], workflows: WorkflowCatalog) -> None:
+    """Hold a `run_workflow` call to the episode's workflows: a known name, exactly its open parameters."""
+    name = str(args["name"])
+    if name not in workflows:
+        known = list(workflows)
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        raise _fail(
+            "unknown_workflow",
+            f"there is no workflow {name!r}{hint}; workflows: {', '.join(repr(k) for k in known)}",
+        )
+    params = args["params"]
+    assert isinstance(params, dict)
+    wanted = list(workflows[name])
+    unknown = [k for k in params if k not in wanted]
+    if unknown:
+        takes = ", ".join(repr(w) for w in wanted) if wanted else "no parameters (the goal gives them all)"
+        raise _fail("bad_argument", f"workflow {name!r} has no parameter {unknown[0]!r}; it takes {takes}")
+    missing = [w for w in wanted if w not in params]
+    if missing:
+        shown = ", ".join(f"{w!r}: 'value'" for w in wanted)
+        raise _fail(
+            "wrong_arity",
+            f"workflow {name!r} needs parameter(s) {', '.join(repr(m) for m in missing)}: "
+            f"run_workflow({name!r}, {{{shown}}})",
+        )
+
+
 def _parse_browser(
     text: str,
     page_ids: Collection[str] | None,
     ids_for: Mapping[str, Collection[str]] | None = None,
     describe: Mapping[str, str] | None = None,
+    workflows: WorkflowCatalog | None = None,
 ) -> ParsedOutput:
-    specs = ACTION_SETS["browser"]
+    specs = dict(ACTION_SETS["browser"])
+    if workflows:
+        specs[RUN_WORKFLOW.name] = RUN_WORKFLOW
     calls = _candidate_calls(text)
     actions = [c for c in calls if c.name in specs]
     if len(actions) > 1:
@@ -791,6 +856,8 @@ def _parse_browser(
     call = actions[0]
     spec = specs[call.name]
     args = _parse_call(text, call, spec)
+    if spec is RUN_WORKFLOW:
+        _check_workflow_call(args, workflows or {})
     _check_on_page(spec, args, page_ids)
     _check_role(spec, args, ids_for, describe, "browser")
     return ParsedOutput(thought=_clean_thought(text[: call.start]), action=Action(name=spec.name, args=args))
@@ -872,6 +939,7 @@ def parse_action(
     page_ids: Collection[str] | None = None,
     ids_for: Mapping[str, Collection[str]] | None = None,
     describe: Mapping[str, str] | None = None,
+    workflows: WorkflowCatalog | None = None,
 ) -> ParsedOutput:
     """Parse model text into exactly one whitelisted action with literal arguments.
 
@@ -880,13 +948,14 @@ def parse_action(
     `page_ids`, the element id must be one of them. With `ids_for` (action name -> the ids it may act on,
     e.g. from `ids_for_roles`), an action listed there must target one of its own ids: `fill` on a button
     is refused (kind ``bad_argument``) with a message that says what the element is (from `describe`,
-    id -> "button 'Submit'") and what to do instead. Raises `ActionParseError(kind, message)`, whose
-    message is written to be shown to the model as is.
+    id -> "button 'Submit'") and what to do instead. With `workflows` (browser set), `run_workflow(name,
+    {param: value})` is allowed too, for those names and exactly their open parameters. Raises
+    `ActionParseError(kind, message)`, whose message is written to be shown to the model as is.
     """
     _specs(action_set)
     if action_set == "mind2web":
         return _parse_mind2web(text, page_ids, ids_for, describe)
-    return _parse_browser(text, page_ids, ids_for, describe)
+    return _parse_browser(text, page_ids, ids_for, describe, workflows)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -951,6 +1020,19 @@ def _mind2web_action_rule(spec: ActionSpec, id_rule: str = "id") -> str:
     return rule
 
 
+def _workflow_rules(workflows: WorkflowCatalog) -> dict[str, str]:
+    """``run-workflow ::= "run_workflow(" (wf-1 | wf-2 ...) ")"``: each name, then its keys in order."""
+    rules: dict[str, str] = {}
+    choices = []
+    for n, (name, params) in enumerate(workflows.items(), start=1):
+        keys = ' ", " '.join(f"{_gbnf_literal(repr(p) + ': ')} string" for p in params)
+        body = f'{_gbnf_literal(repr(name) + ", {")} {keys} "}}"' if params else _gbnf_literal(repr(name) + ", {}")
+        rules[f"wf-{n}"] = body
+        choices.append(f"wf-{n}")
+    rules["run-workflow"] = f'"run_workflow(" ({" | ".join(choices)}) ")"'
+    return rules
+
+
 def _grammar_ids(action_set: str, ids: Collection[str]) -> list[str]:
     """Ids a grammar can hold as literals: no whitespace (and no brackets in Mind2Web's format)."""
     out = list(dict.fromkeys(str(i) for i in ids))
@@ -967,12 +1049,15 @@ def action_grammar(
     *,
     max_thought_chars: int = 300,
     ids_for: Mapping[str, Collection[str]] | None = None,
+    workflows: WorkflowCatalog | None = None,
 ) -> str:
     """GBNF for llama.cpp: an optional one-line thought, a newline, then exactly one action.
 
     Every element-id argument is one of `page_ids`; with `ids_for` (action name -> its own ids, e.g. from
     `ids_for_roles`), an action listed there takes only its own ids (those also in `page_ids` when
     `page_ids` is given), so `fill` cannot name a button. An action with no id to take is left out.
+    With `workflows` (browser set), `run_workflow` is one more action: one of those names and exactly
+    its parameter keys, in order, each with a string value.
     Strings are quoted literals with only the escapes Python and BrowserGym both read. The thought line
     cannot hold '(' (browser) or '[' (mind2web), so it cannot contain a second action.
     """
@@ -989,6 +1074,8 @@ def action_grammar(
         else:
             id_sets[spec.name] = ids
     usable = [s for s in specs if s.id_arg is None or id_sets[s.name]]
+    if workflows and action_set == "browser":
+        usable.append(RUN_WORKFLOW)
     if not usable:
         raise ConfigError(
             f"no {action_set} action is possible: the selected actions all need an element id, and no ids were given"
@@ -1014,7 +1101,9 @@ def action_grammar(
                 rule_of_set[key] = f"{base_rule}-{_rule_name(spec.name)}"
             id_rule = rule_of_set[key]
             id_rules.setdefault(id_rule, " | ".join(quote(i) for i in key))
-        if action_set == "mind2web":
+        if spec is RUN_WORKFLOW:
+            rules.update(_workflow_rules(workflows or {}))
+        elif action_set == "mind2web":
             rules[_rule_name(spec.name)] = _mind2web_action_rule(spec, id_rule)
         else:
             rules[_rule_name(spec.name)] = _browser_action_rule(spec, id_rule)

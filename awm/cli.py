@@ -35,6 +35,7 @@ def _mount() -> None:
     from awm.pipeline.ablate_cli import register as register_ablate
     from awm.pipeline.commands import app as pipeline_app
     from awm.pipeline.mind2web_run import register_run as register_mind2web_run
+    from awm.pipeline.replay_cli import register as register_replay
     from awm.pipeline.run_cli import register as register_run
     from awm.suite.commands import app as suite_app
     from awm.traces.commands import app as traces_app
@@ -44,6 +45,7 @@ def _mount() -> None:
     register_run(app)
     register_induce(app)
     register_ablate(app)
+    register_replay(app)
     register_mind2web_run(mind2web_app)
     app.add_typer(mind2web_app, name="mind2web")
     app.add_typer(pipeline_app, name="pipeline")

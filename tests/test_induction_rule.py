@@ -196,3 +196,46 @@ def test_values_stated_in_the_goal_become_placeholders_even_from_one_trajectory(
     assert workflow.parameters == ["username", "password"]
     assert "cierra" not in workflow.description and "{username}" in workflow.description
     assert workflow.steps[0].reasoning == "fill first"  # the element id quoted in the thought is gone
+
+
+def test_quoted_parts_skip_apostrophes_inside_words():
+    from awm.induction.rule import quoted_parts
+
+    assert quoted_parts("Don't click 'Submit', click \"OK\" or \u201cGo on\u201d.") == [
+        "Submit",
+        "OK",
+        "Go on",
+    ]
+
+
+def test_a_key_is_a_parameter_only_when_the_goal_quotes_it():
+    box = TargetDesc(role="textbox", label="Field")
+    plain = _traj(
+        "a", [("press", {"bid": "3", "key_comb": "Enter"}, box)], goal="Focus the field and press Enter."
+    )
+    quoted = _traj(
+        "b", [("press", {"bid": "3", "key_comb": "Tab"}, box)], goal='Press the "Tab" key.', scope="two"
+    )
+    first, second = induce_rule([plain, quoted])[0]
+    assert first.steps[0].value == "Enter" and first.description == "Focus the field and press Enter."
+    assert second.steps[0].value == "{field}" and second.description == 'Press the "{field}" key.'
+
+
+def test_a_quoted_value_replaces_only_its_quoted_occurrence_and_spacing_is_collapsed():
+    from awm.memory.workflow import bind_parameters
+
+    goal = 'Enter  "ann" as first name,   "ann smith" as full name (ann is fine).'
+    first = TargetDesc(role="textbox", label="First name")
+    full = TargetDesc(role="textbox", label="Full name")
+    trajectory = _traj(
+        "a",
+        [("fill", {"bid": "1", "value": "ann"}, first), ("fill", {"bid": "2", "value": "ann smith"}, full)],
+        goal,
+    )
+    (workflow,), _ = induce_rule([trajectory])
+    assert (
+        workflow.description
+        == 'Enter "{first_name}" as first name, "{full_name}" as full name (ann is fine).'
+    )
+    other = 'Enter "bo" as first name, "bo li" as full name (ann is fine).'
+    assert bind_parameters(workflow, other) == {"first_name": "bo", "full_name": "bo li"}

@@ -15,6 +15,7 @@ from awm.errors import ConfigError
 from awm.evaluation.success import SUCCESS_RULE
 from awm.pipeline.ablation import arm_dir, budget_match, load_ablation, run_ablation
 from awm.pipeline.report import (
+    BUDGET_ARM,
     CI_TASK_BOOTSTRAP,
     CI_WILSON,
     PLOT_STREAM,
@@ -32,7 +33,7 @@ from awm.pipeline.report import (
     sign_test_p,
     wilson_interval,
 )
-from awm.trajectory import Step, Task, Trajectory, Verdict, load_trajectories
+from awm.trajectory import Step, Task, Trajectory, Verdict, WorkflowCall, load_trajectories
 
 
 def _wilson_by_hand(k: int, n: int) -> tuple[float, float]:
@@ -198,6 +199,79 @@ def test_paired_comparison_with_repeats_compares_per_task_means() -> None:
     assert c.mean_steps_diff == pytest.approx(0.0)
 
 
+def _with_workflow(seed: int, *, solved: bool, completed: bool) -> Trajectory:
+    """An episode of 2 model steps (2 + 1 model calls: one re-prompt) whose first step called a
+    3-step workflow: 3 sub-steps of step 0 ran (all of them when `completed`)."""
+    run = 3 if completed else 2
+    steps = [
+        Step(index=0, llm_calls=2, prompt_tokens=50, action={"name": "run_workflow", "args": {}}),
+        *(Step(index=1 + i, called_by=0, workflow="login") for i in range(run)),
+        Step(index=1 + run, llm_calls=1, prompt_tokens=50),
+    ]
+    call = WorkflowCall(step=0, name="login", steps_total=3, steps_run=run, completed=completed)
+    return _traj(seed, reward=float(solved), end="done").model_copy(
+        update={"trajectory_id": f"w{seed}", "steps": steps, "workflow_calls": [call]}
+    )
+
+
+def test_model_calls_steps_and_workflow_calls_per_arm() -> None:
+    run = ArmRun(
+        arm="exec",
+        repeat=1,
+        run_dir="x",
+        memory="online",
+        trajectories=[
+            _with_workflow(0, solved=True, completed=True),
+            _with_workflow(1, solved=False, completed=False),
+            _traj(2, reward=0.0, end="max_steps", steps=4),  # 4 model steps, no model calls recorded
+        ],
+    )
+    rows = episode_rows(run)
+    assert [(r.steps, r.model_steps, r.llm_calls) for r in rows] == [(5, 2, 3), (4, 2, 3), (4, 4, 0)]
+    assert [(r.workflow_calls, r.workflow_calls_completed) for r in rows] == [(1, 1), (1, 0), (0, 0)]
+    stats = arm_stats("exec", [run])
+    assert stats.model_steps_per_task == pytest.approx((2 + 2 + 4) / 3)
+    assert stats.mean_steps == pytest.approx((5 + 4 + 4) / 3)  # sub-steps included
+    assert stats.llm_calls_per_task == pytest.approx(6 / 3)
+    assert stats.llm_calls_per_solved_task == pytest.approx(6 / 1)  # every call, over the one solved
+    assert (stats.workflow_calls, stats.workflow_calls_completed) == (2, 1)
+    unsolved = arm_stats("off", [_run("off", 1, {0: False, 1: False})])
+    assert unsolved.llm_calls_per_solved_task is None and unsolved.workflow_calls == 0
+    md = render_markdown(_report([run, _run("off", 1, {0: False, 1: False})], 1))
+    assert "## Model calls and workflow calls" in md
+    assert "| exec | 2.67 | 2.00 | 6.00 | 2 | 1 |" in md
+    assert "| off | 1.00 | 0.00 | n/a | 0 | 0 |" in md
+
+
+def test_every_arm_is_also_compared_with_the_budget_matched_arm() -> None:
+    solved = {
+        "off": {0: False, 1: False, 2: True},
+        "text": {0: True, 1: False, 2: True},
+        "exec": {0: True, 1: True, 2: True},
+        BUDGET_ARM: {0: False, 1: True, 2: True},
+    }
+    runs = [_run(arm, 1, tasks) for arm, tasks in solved.items()]
+    report = _report(runs, 1)
+    assert [(c.arm_a, c.arm_b) for c in report.comparisons] == [
+        ("off", "text"),
+        ("off", "exec"),
+        ("off", BUDGET_ARM),
+    ]
+    assert [(c.arm_a, c.arm_b) for c in report.budget_comparisons] == [
+        (BUDGET_ARM, "text"),
+        (BUDGET_ARM, "exec"),
+    ]
+    text, exec_ = report.budget_comparisons
+    assert (text.b_wins, text.a_wins, text.ties) == (1, 1, 1)
+    assert (exec_.b_wins, exec_.a_wins, exec_.ties) == (1, 0, 2)
+    assert exec_.mean_success_diff == pytest.approx(1 / 3)
+    md = render_markdown(report)
+    assert f"## Paired differences against `{BUDGET_ARM}`" in md
+    assert f"| {BUDGET_ARM} | exec | 3 | 1 | 0 | 2 | 0 | +33.3 pts |" in md
+    without = _report(runs[:3], 1)
+    assert without.budget_comparisons == [] and "against `budget-matched`" not in render_markdown(without)
+
+
 def test_success_is_the_full_reward_rule_and_is_stated() -> None:
     partial = _traj(0, reward=1.0, raw_reward=0.5, end="done")  # BrowserGym's reward counts partial credit
     full = _traj(1, reward=1.0, raw_reward=1.0, end="done")
@@ -288,10 +362,18 @@ def test_config_errors_name_the_arm_and_field(tmp_path: Path) -> None:
 def test_shipped_configs_load() -> None:
     root = Path(__file__).resolve().parent.parent / "configs"
     demo = load_ablation(root / "miniwob-demo.toml")
-    assert [a.name for a in demo.arms] == ["off", "online"]
+    assert [a.name for a in demo.arms] == ["off", "executable"]
     assert {a.config.memory for a in demo.arms} == {"off", "online"}
+    assert (demo.arms[1].config.workflows, demo.arms[1].config.verify) == ("executable", "replay")
     dev = load_ablation(root / "miniwob-dev.toml")
-    assert dev.ablation.budget_matched and len(dev.arms) >= 2
+    assert dev.ablation.budget_matched and dev.ablation.budget_memory_arm == "exec-task"
+    arms = {a.name: a.config for a in dev.arms}
+    assert list(arms) == ["off", "text", "exec-task", "exec-benchmark"]
+    assert {a.induction for a in arms.values()} == {"rule"} and not any(a.judge for a in arms.values())
+    assert (arms["exec-task"].workflows, arms["exec-task"].scope) == ("executable", "task")
+    bench = arms["exec-benchmark"]
+    assert (bench.workflows, bench.scope, bench.memory_mode) == ("executable", "benchmark", "topk")
+    assert (arms["text"].memory, arms["text"].workflows) == ("online", "text")
 
 
 # --- a real ablation (scripted policy, real Chromium) -----------------------------------------------

@@ -9,8 +9,11 @@ visible button saying x, Close, Accept, Accept all, Dismiss, Got it, OK or No th
 retry; a failed postcondition gets the target re-grounded inside its named form. Each retry counts as
 a recovery. Nothing waits without a bound.
 
-A library, not a test helper: it acts on any Playwright page (the suite's, or a BrowserGym session's
-`page`), and the workflow executor runs workflow steps with it.
+A library, not a test helper: the loop (`execute_step`) is written against a small `StepBackend`
+(snapshot, act, verify, dismiss an overlay), so the same grounding, retries and recovery run the
+suite's steps on a plain Playwright page (`PlaywrightBackend`, `run_step`) and a workflow's steps on a
+BrowserGym session (`awm.webarena.workflow_run`), where acting goes through BrowserGym so its reward
+sees every action.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -172,29 +175,72 @@ def _ground(elements: list[Element], target: Target, mode: str) -> Resolution:
     return found
 
 
+class StepBackend(Protocol):
+    """Where grounded steps run: what the page offers, how to act on an element, how to check a step.
+
+    `act` raises `ActionFailed` (or `TargetNotFound`); `verify` returns whether the step's own check
+    holds (True when it has none); `dismiss_overlay` clicks a dismiss control and says which, or None.
+    """
+
+    def snapshot(self) -> list[Element]: ...
+
+    def act(self, element: Element, step: Any) -> None: ...
+
+    def verify(self, element: Element, step: Any) -> bool: ...
+
+    def dismiss_overlay(self) -> str | None: ...
+
+
+class PlaywrightBackend:
+    """Grounded steps on a Playwright page: our DOM snapshot, Playwright actions, selector postconditions."""
+
+    def __init__(self, page: Any, config: ExecutorConfig) -> None:
+        self.page = page
+        self.config = config
+
+    def snapshot(self) -> list[Element]:
+        return take_snapshot(self.page)
+
+    def act(self, element: Element, step: GroundedStep) -> None:
+        _act(self.page, element, step, self.config)
+
+    def verify(self, element: Element, step: GroundedStep) -> bool:
+        return step.post is None or wait_for(self.page, step.post, self.config.verify_timeout_s)
+
+    def dismiss_overlay(self) -> str | None:
+        return dismiss_overlay(self.page, self.config)
+
+
 def run_step(page: Any, step: GroundedStep, index: int, config: ExecutorConfig, log: LogFn) -> StepReport:
-    """Run one step with recovery; the report says what happened (a failure is in the report, not raised)."""
+    """Run one suite step on a Playwright page with recovery (see `execute_step`)."""
+    return execute_step(PlaywrightBackend(page, config), step, step.target, index, config, log)
+
+
+def execute_step(
+    backend: StepBackend, step: Any, target: Target, index: int, config: ExecutorConfig, log: LogFn
+) -> StepReport:
+    """Ground `target`, act, verify, with recovery; the report says what happened (a failure is in the
+    report, not raised). `step` is whatever the backend acts on (a suite step, a workflow step)."""
     report = StepReport(index=index, ok=False)
     mode = "exact"
     while True:
         report.attempts += 1
         try:
-            elements = take_snapshot(page)
+            elements = backend.snapshot()
             log({"event": "observe", "step": index, "elements": len(elements)})
-            resolution = _ground(elements, step.target, mode)
+            resolution = _ground(elements, target, mode)
             report.grounding.append(resolution.explain())
-            _act(page, resolution.element, step, config)
-            if step.post is not None and not wait_for(page, step.post, config.verify_timeout_s):
-                raise VerifyFailed(
-                    f"the page did not show {step.post.kind} within {config.verify_timeout_s:g} s"
-                )
+            backend.act(resolution.element, step)
+            if not backend.verify(resolution.element, step):
+                check = getattr(getattr(step, "post", None), "kind", "its check")
+                raise VerifyFailed(f"the page did not show {check} within {config.verify_timeout_s:g} s")
         except StepFailed as failure:
             report.failure, report.error = failure.failure, str(failure)
             log({"event": "failure", "step": index, "class": failure.failure, "error": str(failure)})
             if report.recoveries >= config.retries:
                 return report
             report.recoveries += 1
-            remedy = _recover(page, failure, config)
+            remedy = _recover(backend, failure, config)
             mode = {"target_not_found": "structural", "action_error": mode, "verify_failed": "form"}[
                 failure.failure
             ]
@@ -205,12 +251,12 @@ def run_step(page: Any, step: GroundedStep, index: int, config: ExecutorConfig, 
         return report
 
 
-def _recover(page: Any, failure: StepFailed, config: ExecutorConfig) -> str:
+def _recover(backend: StepBackend, failure: StepFailed, config: ExecutorConfig) -> str:
     if isinstance(failure, TargetNotFound):
         time.sleep(config.resnapshot_wait_s)
         return "fresh snapshot, structural fallback"
     if isinstance(failure, ActionFailed) and failure.intercepted:
-        dismissed = dismiss_overlay(page, config)
+        dismissed = backend.dismiss_overlay()
         return f"dismissed overlay {dismissed}" if dismissed else "no overlay to dismiss; retry"
     if isinstance(failure, VerifyFailed):
         return "re-ground inside the named form"

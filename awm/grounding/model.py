@@ -12,6 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# The suite's pages use these six roles; a workflow step grounded on a BrowserGym page may name any
+# role the page's accessibility tree prints (``spinbutton``, ``listitem``...), so `Target.role` is free text.
 Role = Literal["button", "textbox", "combobox", "checkbox", "radio", "link"]
 StepAction = Literal["click", "fill", "select", "check", "press"]
 
@@ -26,7 +28,7 @@ class Target(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    role: Role
+    role: str
     text: str | None = None
     label: str | None = None
     name: str | None = None

@@ -151,6 +151,7 @@ def abstract_step(step: Step, *, where: str = "") -> AbstractStep | None:
     """The abstract form of one step, or None if the step executed nothing or failed.
 
     Failed steps (outcome other than ``ok``) are dropped: they are noise a workflow should not teach.
+    A `run_workflow` call is dropped too: its sub-steps are steps of the trajectory and teach instead.
     """
     if step.outcome != "ok":
         return None
@@ -158,6 +159,8 @@ def abstract_step(step: Step, *, where: str = "") -> AbstractStep | None:
     if action is None:
         return None
     name = action["name"]
+    if name == "run_workflow":
+        return None  # the call's sub-steps (recorded as steps of their own) hold what it did
     target = step.target if (step.target is not None and name not in TARGETLESS) else TargetDesc()
     return AbstractStep(
         action=name,

@@ -1,13 +1,32 @@
-"""Rule-based induction (no LLM): one workflow per group of trajectories with the same abstract steps.
+"""Rule-based induction (no LLM): one executable workflow per group of trajectories with the same
+abstract steps.
 
 Why a rule-based inducer: it is deterministic, free, and a baseline the neural inducer must beat.
 A group is the set of admitted trajectories of one scope whose abstract sequences (action type,
-target role, target label) are equal. Values that differ across a group's members become
-``{placeholders}`` named after the target label, and so do values copied from every member's goal
-(a value the task states is a parameter of the task, even when only one trajectory taught it: without
-this, a single successful login would teach the next episode its username); other values equal
-across all members stay literal. Element ids quoted in the model's thoughts are removed, since they
-only held on the page that produced them.
+target role, target label) are equal.
+
+What becomes a ``{placeholder}``, and why:
+- a value the task states is a parameter of the task, even when only one trajectory taught it
+  (without this, a single successful login would teach the next episode its username). A value is
+  stated when it is a quoted part or a whole word of every member's goal, or a quoted part under one
+  simple transformation (``strip``, ``lower``, ``upper``, ``title``): enter-text-2 says "myron" and
+  wants "MYRON" typed, so the value is ``{textbox|upper}`` and the goal template ``"{textbox}"``;
+  `bind_parameters` then reads the next seed's raw word and `instantiate` applies the transformation.
+  A pressed key counts only when quoted: "press Enter" in a goal is an instruction, not a value;
+- values that differ across a group's members;
+- the label of a clicked, hovered, checked, unchecked or selected-in target that is a *quoted* part
+  of every member's goal (``Click on the link "Faucibus"`` -> label ``{link}``): one success then
+  teaches every seed, and groups that differ only in such a label give one workflow. Bare words stay
+  literal: login-user says "press login", and its button is always "Login".
+Other values equal across all members stay literal. A value's parameter is named after its target's
+label (else role), a label's after its role; a parameter is identified by the goal part it comes
+from, so one part used twice (typed twice, or typed in two cases) is one parameter.
+
+Fills and selections get a ``value_is`` postcondition, the value the executor must see in the field
+afterwards; clicks get none, since a page's reaction to a click is not reliably recorded.
+Element ids quoted in the model's thoughts are removed, since they only held on the page that
+produced them; a thought that only repeats the action (``fill, value='MYRON'``) is dropped, since it
+teaches nothing the step does not already say.
 Trajectories with no executed, successful step are skipped, so every workflow has at least one step.
 """
 
@@ -17,12 +36,37 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from awm.induction.abstraction import AbstractStep, AbstractTrajectory, abstract_trajectory
-from awm.memory.workflow import Provenance, Workflow, WorkflowStep
+from awm.actions import ACTION_SETS
+from awm.induction.abstraction import (
+    ID_ARGS,
+    VALUE_ARGS,
+    AbstractStep,
+    AbstractTrajectory,
+    abstract_trajectory,
+    normalise,
+)
+from awm.memory.workflow import TRANSFORMS, Provenance, StepCheck, Workflow, WorkflowStep
 from awm.trajectory import Trajectory
 
 _SLUG = re.compile(r"[^a-z0-9]+")
 MAX_NAME_CHARS = 80
+
+# How a value may come from its goal, in the order tried (the first that fits every member wins): a
+# quoted part as it is ("") or stripped, a whole word ("word"), a quoted part in another case.
+MATCH_ORDER = ("", "strip", "word", "lower", "upper", "title")
+# Actions whose target is chosen by its label, so a label the goal quotes is a task parameter.
+LABEL_ACTIONS = frozenset({"click", "dblclick", "hover", "check", "uncheck", "select_option"})
+# Actions whose value is a key, a task value only when the goal quotes it.
+KEY_ACTIONS = frozenset({"press"})
+# Actions whose target holds the step's value afterwards: they get a ``value_is`` check.
+VALUE_CHECK_ACTIONS = frozenset({"fill", "select_option"})
+# Words a thought may hold and still only repeat its action (besides action and argument names).
+FILLER_WORDS = frozenset({"then", "and"})
+MAX_FILLER_WORDS = 2
+ACTION_SYNONYMS = frozenset({"type", "select", "enter", "input"})
+
+# Quoted parts of a goal: "...", '...' (not an apostrophe inside a word) and curly quotes.
+_QUOTED = re.compile(r"\"([^\"]+)\"|(?<!\w)'([^']+)'(?!\w)|\u201c([^\u201d]+)\u201d|\u2018([^\u2019]+)\u2019")
 
 
 @dataclass
@@ -33,6 +77,32 @@ class RuleReport:
     groups: dict[str, list[str]] = field(default_factory=dict)  # workflow name -> member trajectory ids
 
 
+@dataclass(frozen=True)
+class GoalMatch:
+    """Where a step's value (or label) comes from in each member's goal, and under which transformation.
+
+    `parts` holds, per member, the goal's own text (what `bind_parameters` will read on a new goal);
+    `transform` is "" for the value itself, else a key of `TRANSFORMS`.
+    """
+
+    transform: str
+    parts: tuple[str, ...]
+
+    def template(self, name: str) -> str:
+        return "{" + name + (f"|{self.transform}" if self.transform else "") + "}"
+
+
+@dataclass
+class _StepPlan:
+    """One step's templates and what to replace in the goal and thought for them."""
+
+    value: str
+    label: str
+    goal_parts: list[tuple[str, str]] = field(default_factory=list)  # (first member's goal text, name)
+    thought_parts: list[tuple[str, str]] = field(default_factory=list)  # (text, replacement)
+    names: list[str] = field(default_factory=list)
+
+
 def slugify(text: str, fallback: str = "value") -> str:
     """A placeholder name from a label: ``User name`` -> ``user_name``; a digit start gets a prefix."""
     slug = _SLUG.sub("_", text.lower()).strip("_")[:40].strip("_")
@@ -41,62 +111,152 @@ def slugify(text: str, fallback: str = "value") -> str:
     return slug if not slug[0].isdigit() else f"v_{slug}"
 
 
+def quoted_parts(goal: str) -> list[str]:
+    """The goal's quoted parts, in order (``Click on "Submit"`` -> ``["Submit"]``)."""
+    return [next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(goal)]
+
+
 def _from_goal(value: str, goal: str) -> bool:
     """Whether a step's value is stated in the task's goal (as a whole word or quoted phrase)."""
     return bool(value.strip()) and re.search(r"(?<!\w)" + re.escape(value) + r"(?!\w)", goal) is not None
 
 
-def _placeholder_names(members: Sequence[AbstractTrajectory]) -> list[str | None]:
-    """Per step, the placeholder name if the value differs across members or comes from every
-    member's goal, else None (literal).
+def _goal_part(value: str, goal: str, transform: str, *, quoted_only: bool) -> str | None:
+    """The part of `goal` that `value` is under `transform` ("" for itself, "word" for itself as a
+    whole word anywhere), or None. Transformed parts are quoted parts of the goal."""
+    if not value.strip():
+        return None
+    quoted = quoted_parts(goal)
+    if transform == "word":
+        return value if not quoted_only and _from_goal(value, goal) else None
+    if not transform:
+        return value if value in quoted else None
+    apply = TRANSFORMS[transform]
+    return next((part for part in quoted if part != value and apply(part) == value), None)
 
-    Two steps whose values are equal member by member share one placeholder (the same username
-    typed twice is one parameter); otherwise a clashing name gets a numeric suffix.
+
+def match_value(
+    values: Sequence[str], goals: Sequence[str], *, quoted_only: bool = False
+) -> GoalMatch | None:
+    """The first way (`MATCH_ORDER`) in which every member's value comes from its goal, or None.
+
+    A quoted part is the value itself, or the value with its padding stripped (``" kanesha "``: the
+    template then holds the whole quoted part, which binds however the next seed pads it), before a
+    whole word of the goal is; changed case comes last and only from quoted parts, since a bare word
+    that equals a value in another case ("Submit" vs "submit") is rarely what was typed.
+    """
+    for transform in MATCH_ORDER:
+        parts = [
+            _goal_part(v, g, transform, quoted_only=quoted_only) for v, g in zip(values, goals, strict=True)
+        ]
+        if all(p is not None for p in parts):
+            return GoalMatch(
+                "" if transform == "word" else transform, tuple(p for p in parts if p is not None)
+            )
+    return None
+
+
+def match_label(labels: Sequence[str], goals: Sequence[str]) -> GoalMatch | None:
+    """The quoted part of every member's goal equal to its target label (case and spacing aside), or None."""
+    parts = []
+    for label, goal in zip(labels, goals, strict=True):
+        part = next(
+            (p for p in quoted_parts(goal) if label.strip() and normalise(p) == normalise(label)), None
+        )
+        if part is None:
+            return None
+        parts.append(part)
+    return GoalMatch("", tuple(parts))
+
+
+def _plan_steps(members: Sequence[AbstractTrajectory]) -> list[_StepPlan]:
+    """Per step of the first member: its value and label templates and the parts they replace.
+
+    A parameter is keyed by where it comes from (the goal parts member by member, or the differing
+    values): two steps with the same key share one placeholder (the same username typed twice, or a
+    goal word typed once as it is and once in upper case); otherwise a clashing name gets a numeric suffix.
     """
     first = members[0]
-    by_vector: dict[tuple[str, ...], str] = {}
+    goals = [m.goal for m in members]
+    by_key: dict[tuple, str] = {}
     used: set[str] = set()
-    names: list[str | None] = []
-    for i, step in enumerate(first.steps):
-        vector = tuple(m.steps[i].value for m in members)
-        stated = all(_from_goal(m.steps[i].value, m.goal) for m in members)
-        if len(set(vector)) == 1 and not stated:
-            names.append(None)
-            continue
-        if vector in by_vector:
-            names.append(by_vector[vector])
-            continue
-        base = slugify(step.label or step.role or step.action)
+
+    def name_for(key: tuple, base: str) -> str:
+        if key in by_key:
+            return by_key[key]
         name, n = base, 2
         while name in used:
             name, n = f"{base}_{n}", n + 1
         used.add(name)
-        by_vector[vector] = name
-        names.append(name)
-    return names
+        by_key[key] = name
+        return name
+
+    plans = []
+    for i, step in enumerate(first.steps):
+        plan = _StepPlan(value=step.value, label=step.label)
+        if step.action in LABEL_ACTIONS and (
+            label := match_label([m.steps[i].label for m in members], goals)
+        ):
+            name = name_for(("goal", label.parts), slugify(step.role, fallback="target"))
+            plan.label = "{" + name + "}"
+            plan.goal_parts.append((label.parts[0], name))
+            plan.thought_parts += [(step.label, plan.label), (label.parts[0], plan.label)]
+            plan.names.append(name)
+        values = [m.steps[i].value for m in members]
+        stated = match_value(values, goals, quoted_only=step.action in KEY_ACTIONS)
+        if stated is None and len(set(values)) == 1:
+            plans.append(plan)
+            continue
+        base = slugify((step.label if plan.label == step.label else "") or step.role or step.action)
+        key = ("goal", stated.parts) if stated else ("value", tuple(values))
+        name = name_for(key, base)
+        plan.value = stated.template(name) if stated else "{" + name + "}"
+        part = stated.parts[0] if stated else step.value
+        plan.goal_parts.append((part, name))
+        plan.thought_parts += [(step.value, plan.value), (part, "{" + name + "}")]
+        plan.names.append(name)
+        plans.append(plan)
+    return plans
 
 
-def _substitute(text: str, replacements: Sequence[tuple[str, str]]) -> str:
-    """Replace each value (as a whole word) by its ``{placeholder}``, longest first so parts do not clash."""
-    for value, name in sorted(replacements, key=lambda r: -len(r[0])):
-        if value.strip():
-            pattern = re.compile(r"(?<!\w)" + re.escape(value) + r"(?!\w)")
-            text = pattern.sub(lambda _m, n=name: "{" + n + "}", text)
-    return text
+def _substitute(text: str, replacements: Sequence[tuple[str, str]], *, quoted: Sequence[str] = ()) -> str:
+    """Replace each text (as a whole word) by its replacement in one pass, longest first.
 
-
-def goal_template(members: Sequence[AbstractTrajectory], names: Sequence[str | None]) -> str:
-    """The first member's goal with its own values replaced by the placeholders.
-
-    When the members' goals differ only in those values (the common case for one task family), this
-    is their common template, e.g. ``Log in as {username} with password {password}``.
+    One pass, so a replacement is never itself replaced (a value "name" does not reach into
+    ``{name}``). A text in `quoted` is replaced only where it stands between quotes, so a goal's quoted
+    value does not also take the same word elsewhere in the goal.
     """
-    first = members[0]
-    pairs = [(first.steps[i].value, n) for i, n in enumerate(names) if n is not None]
-    return _substitute(first.goal, pairs)
+    table: dict[str, str] = {}
+    for t, r in replacements:
+        if t.strip():
+            table.setdefault(t, r)  # the first replacement of a text wins
+    if not table:
+        return text
+    alternatives = []
+    for t in sorted(table, key=lambda t: (-len(t), t)):
+        if t in quoted:
+            alternatives.append(r"(?<=[\"'\u201c\u2018])" + re.escape(t) + r"(?=[\"'\u201d\u2019])")
+        else:
+            alternatives.append(r"(?<!\w)" + re.escape(t) + r"(?!\w)")
+    return re.sub("|".join(alternatives), lambda m: table[m.group(0)], text)
+
+
+def goal_template(members: Sequence[AbstractTrajectory], plans: Sequence[_StepPlan]) -> str:
+    """The first member's goal with its parameters' goal parts replaced by plain ``{name}``.
+
+    Plain, even for a transformed value: the template is read by `bind_parameters`, which must recover
+    the goal's own text; the step applies the transformation. When the members' goals differ only in
+    those parts (the common case for one task family), this is their common template, e.g.
+    ``Log in as {username} with password {password}``. Spacing is collapsed as `bind_parameters`
+    collapses a goal's.
+    """
+    goal = members[0].goal
+    pairs = [(part, "{" + name + "}") for plan in plans for part, name in plan.goal_parts]
+    return re.sub(r"\s+", " ", _substitute(goal, pairs, quoted=quoted_parts(goal)))
 
 
 _QUOTED_ID = re.compile(r"\[\s*[A-Za-z]?\d+\s*\]|\(\s*['\"]?[A-Za-z]?\d+['\"]?\s*\)")
+_WORD = re.compile(r"\w+")
 
 
 def scrub_ids(thought: str) -> str:
@@ -105,29 +265,74 @@ def scrub_ids(thought: str) -> str:
     return re.sub(r"\s+([,.;])", r"\1", re.sub(r"\s{2,}", " ", text)).strip(" ,;")
 
 
+def _action_vocabulary() -> frozenset[str]:
+    """Action and argument names of every action set, lower case: the words of an action echo."""
+    words = set(ACTION_SYNONYMS) | ID_ARGS | set(VALUE_ARGS)
+    for specs in ACTION_SETS.values():
+        for spec in specs.values():
+            words.add(spec.name.lower())
+            words.update(a.name.lower() for a in spec.args)
+    return frozenset(words)
+
+
+def repeats_action(thought: str) -> bool:
+    """Whether a thought only repeats an action: action and argument names, quoted values, numbers
+    (ids left bare), punctuation and at most `MAX_FILLER_WORDS` of "then"/"and".
+
+    A small model's compressed thoughts (``fill, value='MYRON'``, ``fill, press``) say nothing the
+    step does not, and a stale value in them misleads the next seed more than no reasoning does. Any
+    other word keeps the thought: a bare value or label may be all a thought says, but it may also be
+    text worth keeping, and a kept echo costs a line while a dropped sentence loses the why.
+    """
+    echo = _action_vocabulary()
+    fillers = 0
+    for word in _WORD.findall(_QUOTED.sub(" ", thought).lower()):
+        if word in FILLER_WORDS:
+            fillers += 1
+        elif not (word.isdigit() or word in echo):
+            return False
+    return fillers <= MAX_FILLER_WORDS
+
+
+def step_reasoning(step: AbstractStep, plan: _StepPlan) -> str:
+    """The step's thought without ids, with its parameters' texts replaced; "" if it only echoes."""
+    thought = scrub_ids(step.thought)
+    if repeats_action(thought):
+        return ""
+    return _substitute(thought, plan.thought_parts)
+
+
 def workflow_name(steps: Sequence[AbstractStep]) -> str:
-    """A readable name from the steps, e.g. ``fill Username, fill Password, click Log in``."""
+    """A readable name from the steps, e.g. ``fill Username, fill Password, click Log in``.
+
+    Named after the teaching labels even where a label became a parameter (``click Submit`` for
+    ``click {button}``): a name is for people to tell workflows apart, the steps say what varies.
+    """
     parts = [f"{s.action} {s.label or s.role}".strip() for s in steps]
     name = ", ".join(parts)
     return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 3].rstrip(", ") + "..."
 
 
 def workflow_from_group(members: Sequence[AbstractTrajectory], *, admission: str) -> Workflow:
-    """One workflow for a group of members with equal signatures (placeholders where values differ)."""
-    names = _placeholder_names(members)
+    """One workflow for a group of members with equal signatures (placeholders for task values)."""
+    plans = _plan_steps(members)
     first = members[0]
     steps = []
-    for i, step in enumerate(first.steps):
-        name = names[i]
-        value = step.value if name is None else "{" + name + "}"
-        thought = scrub_ids(step.thought)
-        reasoning = thought if name is None else _substitute(thought, [(step.value, name)])
-        steps.append(WorkflowStep(reasoning=reasoning, action=step.action, target=step.target, value=value))
-    parameters = list(dict.fromkeys(n for n in names if n is not None))
+    for step, plan in zip(first.steps, plans, strict=True):
+        post = StepCheck(kind="value_is", value=plan.value) if step.action in VALUE_CHECK_ACTIONS else None
+        steps.append(
+            WorkflowStep(
+                reasoning=step_reasoning(step, plan),
+                action=step.action,
+                target=step.target.model_copy(update={"label": plan.label}),
+                value=plan.value,
+                post=post,
+            )
+        )
     return Workflow(
         name=workflow_name(first.steps),
-        description=goal_template(members, names),
-        parameters=parameters,
+        description=goal_template(members, plans),
+        parameters=list(dict.fromkeys(n for plan in plans for n in plan.names)),
         steps=steps,
         provenance=Provenance(
             trajectory_ids=[m.trajectory_id for m in members], mode="rule", admission=admission, model=""
@@ -140,8 +345,10 @@ def induce_rule(
 ) -> tuple[list[Workflow], RuleReport]:
     """Group admitted trajectories by (scope, abstract sequence) and emit one workflow per group.
 
-    Groups keep the order in which their first member appears, and members the input order, so the
-    result is deterministic for a given input (the loaders sort by task key).
+    Groups that yield the same workflow once their labels are parameters (``click {link}`` taught by
+    "Faucibus" and by "Tortor") are one workflow taught by both, named after the first. Groups keep
+    the order in which their first member appears, and members the input order, so the result is
+    deterministic for a given input (the loaders sort by task key).
     """
     report = RuleReport()
     groups: dict[tuple[str, tuple], list[AbstractTrajectory]] = {}
@@ -151,9 +358,15 @@ def induce_rule(
             report.skipped_empty.append(trajectory.trajectory_id)
             continue
         groups.setdefault((abstract.scope, abstract.signature), []).append(abstract)
-    workflows = []
-    for members in groups.values():
+    workflows: dict[tuple, Workflow] = {}
+    for (scope, _), members in groups.items():
         workflow = workflow_from_group(members, admission=admission)
-        report.groups[workflow.name] = [m.trajectory_id for m in members]
-        workflows.append(workflow)
-    return workflows, report
+        content = (scope, workflow.model_dump_json(exclude={"name", "provenance"}))
+        ids = [m.trajectory_id for m in members]
+        if content in workflows:
+            workflow = workflows[content]
+            workflow.provenance.trajectory_ids.extend(ids)
+        else:
+            workflows[content] = workflow
+        report.groups.setdefault(workflow.name, []).extend(ids)
+    return list(workflows.values()), report

@@ -6,14 +6,21 @@ same object's scope and version. Nothing a worker does can read a newer version 
 episode, and a worker process needs no store at all. The goal of a MiniWoB++ task is known only after
 the page loads, so ``topk`` picks the k workflows most similar to the goal from the view, at the first
 step, by cosine over the same ``name + description`` text the retrieval index embeds.
+
+A view may also span a prefix of scopes (``miniwob`` reads ``miniwob/login-user``,
+``miniwob/enter-text``...): memory shared across the tasks of a benchmark. Its workflows are the heads
+of every scope under the prefix, merged by `merge_scopes` so that names stay unique within the view
+(the agent calls a workflow by its name); `versions` records each scope's head and `version` is None.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from awm.errors import AwmError
 from awm.memory.embeddings import Embedder, normalise
 from awm.memory.retrieval import workflow_text
 from awm.memory.store import WorkflowStore
@@ -59,9 +66,80 @@ class MemoryView(BaseModel):
         return [workflows[i] for i in order[: self.k]]
 
 
-def view_at_head(store: WorkflowStore, scope: str, *, mode: ViewMode = "all", k: int = 3) -> MemoryView:
+def view_at_head(
+    store: WorkflowStore, scope: str, *, mode: ViewMode = "all", k: int = 3, use: WorkflowUse = "text"
+) -> MemoryView:
     """The scope's head as a view (an empty view when the scope has no version yet)."""
     head = store.head(scope)
     if head is None:
-        return MemoryView(scope=scope, mode=mode, k=k)
-    return MemoryView(scope=scope, version=head.version, workflows=tuple(head.workflows), mode=mode, k=k)
+        return MemoryView(scope=scope, mode=mode, k=k, use=use)
+    return MemoryView(
+        scope=scope, version=head.version, workflows=tuple(head.workflows), mode=mode, k=k, use=use
+    )
+
+
+def scopes_under(scopes: Sequence[str], prefix: str) -> list[str]:
+    """The scopes equal to `prefix` or below it (``prefix/...``), sorted; ``miniwobx/...`` is not below
+    ``miniwob``."""
+    prefix = prefix.rstrip("/")
+    return sorted(s for s in scopes if s == prefix or s.startswith(prefix + "/"))
+
+
+def merge_scopes(heads: Sequence[tuple[str, Sequence[Workflow]]]) -> list[Workflow]:
+    """Several scopes' workflows as one list with unique names, in the order given (pure).
+
+    A workflow whose steps (`Workflow.abstract_signature`) equal one already taken from another scope
+    is the same routine learnt twice: the first is kept. A different workflow whose name is already
+    taken is renamed after its scope's last part (``login (login-user)``, then ``login (login-user 2)``
+    ...), so the result depends only on the input order. Workflows without steps are never merged by
+    signature (an empty signature says nothing about what they do).
+    """
+    taken: set[str] = set()
+    first_scope: dict[tuple[tuple[str, str, str], ...], str] = {}
+    out: list[Workflow] = []
+    for scope, workflows in heads:
+        tail = scope.rstrip("/").rsplit("/", 1)[-1] or scope
+        for workflow in workflows:
+            signature = workflow.abstract_signature()
+            if signature:
+                if first_scope.setdefault(signature, scope) != scope:
+                    continue
+            name = workflow.name
+            if name in taken:
+                name, n = f"{workflow.name} ({tail})", 2
+                while name in taken:
+                    name, n = f"{workflow.name} ({tail} {n})", n + 1
+                workflow = workflow.model_copy(update={"name": name})
+            taken.add(name)
+            out.append(workflow)
+    return out
+
+
+def view_over_prefix(
+    store: WorkflowStore, prefix: str, *, mode: ViewMode = "topk", k: int = 3, use: WorkflowUse = "text"
+) -> MemoryView:
+    """Every scope under `prefix` at its head, merged into one view (`merge_scopes`, scopes sorted).
+
+    `versions` holds each scope's head version and `version` is None: no single version describes the
+    view. No scope under the prefix yet: an empty view, not an error.
+    """
+    prefix = prefix.rstrip("/")
+    if not prefix:
+        raise AwmError("a memory scope prefix must not be empty (e.g. 'miniwob')")
+    heads: list[tuple[str, Sequence[Workflow]]] = []
+    versions: dict[str, int] = {}
+    for scope in scopes_under(store.scopes(), prefix):
+        head = store.head(scope)
+        if head is None:  # cannot happen (a listed scope has a head, and heads are never removed)
+            continue
+        heads.append((scope, head.workflows))
+        versions[scope] = head.version
+    return MemoryView(
+        scope=prefix,
+        version=None,
+        workflows=tuple(merge_scopes(heads)),
+        mode=mode,
+        k=k,
+        use=use,
+        versions=versions,
+    )

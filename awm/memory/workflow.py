@@ -117,26 +117,31 @@ def bind_parameters(workflow: Workflow, goal: str) -> dict[str, str]:
     return values
 
 
-def fill_placeholders(text: str, values: dict[str, str]) -> str:
-    """`text` with each known ``{name}`` / ``{name|transform}`` replaced (unknown ones stay)."""
+def fill_placeholders(text: str, values: dict[str, str], *, transforms: bool = True) -> str:
+    """`text` with each known ``{name}`` / ``{name|transform}`` replaced (unknown ones stay).
+
+    `transforms=False` puts values in as given: a value the agent supplies is the text to type, while a
+    transform belongs to a value read off the goal (the goal says "myron", the field wants "MYRON").
+    """
 
     def one(match: re.Match[str]) -> str:
         name, transform = match.group(1), match.group(2)
         if name not in values:
             return match.group(0)
         value = values[name]
-        return TRANSFORMS[transform](value) if transform else value
+        return TRANSFORMS[transform](value) if transform and transforms else value
 
     return _PLACEHOLDER_PARTS.sub(one, text)
 
 
-def instantiate(workflow: Workflow, values: dict[str, str]) -> Workflow:
-    """The workflow with known placeholder values filled in (unknown placeholders stay as they are)."""
+def instantiate(workflow: Workflow, values: dict[str, str], *, transforms: bool = True) -> Workflow:
+    """The workflow with known placeholder values filled in (unknown placeholders stay as they are);
+    `transforms` as in `fill_placeholders`."""
     if not values:
         return workflow
 
     def fill(text: str) -> str:
-        return fill_placeholders(text, values)
+        return fill_placeholders(text, values, transforms=transforms)
 
     steps = [
         step.model_copy(

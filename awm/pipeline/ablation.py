@@ -38,9 +38,16 @@ from awm.config import Settings
 from awm.errors import ConfigError, StageError
 from awm.pipeline.config import PipelineConfig, load_pipeline_config
 from awm.pipeline.progress import ProgressBoard, progress_board
-from awm.pipeline.report import AblationReport, ArmRun, BudgetMatch, build_report, rich_tables, write_report
+from awm.pipeline.report import (
+    BUDGET_ARM,
+    AblationReport,
+    ArmRun,
+    BudgetMatch,
+    build_report,
+    rich_tables,
+    write_report,
+)
 
-BUDGET_ARM = "budget-matched"
 ARM_FIXED_FIELDS = ("name", "benchmark", "tasks", "seeds")  # every arm runs the same stream
 _ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 

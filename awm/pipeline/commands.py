@@ -43,6 +43,17 @@ OutOpt = Annotated[
     typer.Option("--out", help="Run folder (default: runs/<time>-<name>); an existing one is resumed."),
 ]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
+VerifyOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--verify",
+        help="replay: commit a new workflow only after it re-ran on its source task and succeeded (default) | off.",
+    ),
+]
+WorkflowsOpt = Annotated[
+    str | None,
+    typer.Option("--workflows", help="text (shown in the prompt) | executable (also a run_workflow action)."),
+]
 WorkersOpt = Annotated[
     int | None,
     typer.Option(min=1, help="Episodes at once, one browser each (overrides the config's workers)."),
@@ -98,6 +109,8 @@ def _run_arm(
     extra: dict[str, Any],
     workers: int | None = None,
     parallel: str | None = None,
+    verify: str | None = None,
+    workflows: str | None = None,
 ) -> None:
     from awm.pipeline.config import load_pipeline_config
     from awm.pipeline.driver import run_arm
@@ -110,6 +123,10 @@ def _run_arm(
         overrides["workers"] = workers
     if parallel is not None:
         overrides["parallel_backend"] = parallel
+    if verify is not None:
+        overrides["verify"] = verify
+    if workflows is not None:
+        overrides["workflows"] = workflows
     config, settings = load_pipeline_config(config_path, overrides)
     run_dir = out or default_run_dir(config.name, settings.runs_dir)
     console = Console()
@@ -127,15 +144,17 @@ def online_command(
     quiet: QuietOpt = False,
     workers: WorkersOpt = None,
     parallel: ParallelOpt = None,
+    verify: VerifyOpt = None,
+    workflows: WorkflowsOpt = None,
 ) -> None:
     """Induce while solving: after each task (or every induce_every tasks) of a scope, evaluate, admit,
     induce and commit a new memory version; the scope's next task sees it.
 
     The pipeline table's memory is taken as "online".
 
-    Example: awm pipeline online --config configs/pipeline-online.toml --out runs/online-1
+    Example: awm pipeline online --config configs/pipeline-online.toml --workflows executable --out runs/online-1
     """
-    _run_arm(config, "online", out, quiet, {}, workers, parallel)
+    _run_arm(config, "online", out, quiet, {}, workers, parallel, verify, workflows)
 
 
 @app.command("offline")
@@ -149,13 +168,15 @@ def offline_command(
     quiet: QuietOpt = False,
     workers: WorkersOpt = None,
     parallel: ParallelOpt = None,
+    verify: VerifyOpt = None,
+    workflows: WorkflowsOpt = None,
 ) -> None:
     """Induce once from earlier runs or datasets (offline_from or --from), freeze, then solve with it.
 
     Example: awm pipeline offline --config configs/pipeline-online.toml --from runs/train-1 --out runs/offline-1
     """
     extra: dict[str, Any] = {"offline_from": [str(p.resolve()) for p in from_]} if from_ else {}
-    _run_arm(config, "offline", out, quiet, extra, workers, parallel)
+    _run_arm(config, "offline", out, quiet, extra, workers, parallel, verify, workflows)
 
 
 @app.command("run")
@@ -165,12 +186,14 @@ def run_arm_command(
     quiet: QuietOpt = False,
     workers: WorkersOpt = None,
     parallel: ParallelOpt = None,
+    verify: VerifyOpt = None,
+    workflows: WorkflowsOpt = None,
 ) -> None:
     """Run one arm as its pipeline table says (memory off, online, offline or fixed).
 
     Example: awm pipeline run --config configs/pipeline-online.toml
     """
-    _run_arm(config, None, out, quiet, {}, workers, parallel)
+    _run_arm(config, None, out, quiet, {}, workers, parallel, verify, workflows)
 
 
 @app.command("resume")

@@ -94,16 +94,27 @@ def induce_from_sources(
             if console is not None:
                 console.print(f"offline memory {scope}: no workflow ({outcome.reason})")
             continue
+        from awm.pipeline.replay import verify_for_arm
+
+        candidates, refused = verify_for_arm(ctx, outcome.candidates, admitted.admitted)
+        if not candidates:
+            reasons.append(f"{scope}: replay refused every candidate: {'; '.join(refused)}")
+            heads[scope] = ctx.head_version(scope)
+            if console is not None:
+                console.print(f"offline memory {scope}: no workflow (replay refused {'; '.join(refused)})")
+            continue
         version = commit_stage(
             ctx.store,
             scope,
-            outcome.candidates,
+            candidates,
             author=f"offline-{config.induction}",
             message=message,
             provenance={
                 "sources": [str(p) for p in sources],
                 "trajectory_ids": admitted.admitted_ids,
                 "admission": config.admission,
+                "verify": config.verify,
+                "replay_refused": refused,
             },
         )
         heads[scope] = version.version if version is not None else ctx.head_version(scope)

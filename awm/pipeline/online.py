@@ -71,10 +71,15 @@ def commit_point(ctx: PipelineContext, task: Task, batch: list[Trajectory], mess
     outcome = induce_stage(admitted.admitted, mode=config.induction, ctx=ctx)
     if not outcome.candidates:
         return f"no workflow: {outcome.reason}"
+    from awm.pipeline.replay import verify_for_arm
+
+    candidates, refused = verify_for_arm(ctx, outcome.candidates, admitted.admitted)
+    if not candidates:
+        return "replay refused every candidate: " + "; ".join(refused)
     version = commit_stage(
         store,
         task.scope,
-        outcome.candidates,
+        candidates,
         author=f"online-{config.induction}",
         message=message,
         provenance={
@@ -82,8 +87,11 @@ def commit_point(ctx: PipelineContext, task: Task, batch: list[Trajectory], mess
             "task_key": task.key,
             "trajectory_ids": admitted.admitted_ids,
             "admission": config.admission,
+            "verify": config.verify,
+            "replay_refused": refused,
         },
     )
+    refusals = f"; replay refused {'; '.join(refused)}" if refused else ""
     if version is None:
-        return f"nothing new from {len(outcome.candidates)} candidate(s)"
-    return f"committed version {version.version} ({len(version.workflows)} workflows)"
+        return f"nothing new from {len(candidates)} candidate(s){refusals}"
+    return f"committed version {version.version} ({len(version.workflows)} workflows){refusals}"

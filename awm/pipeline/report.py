@@ -7,7 +7,10 @@ Counting rules, stated once: success is `awm.evaluation.success.is_success` (its
 printed in RESULTS.md); every episode counts, so an `env_error`, `llm_error` or timeout is a failure
 and is listed by name. Actor tokens come from the trajectories (what the prompts held, whether or not
 the response cache answered), judge and induction tokens from the pipeline's usage meter (real model
-calls only; cache hits are free and counted apart).
+calls only; cache hits are free and counted apart). Model calls are the actor's, summed over the
+steps (`Step.llm_calls`: re-prompts included, sub-steps of a `run_workflow` call make none); model steps
+are the steps the model decided (`Step.called_by` is None), so an executable workflow's sub-steps do not
+count as steps of the agent's own.
 
 The statistical unit is the task (task id + seed, `ArmEpisode.key`), not the episode: repeats of one
 task share its page, its difficulty and often its cached answers, so pooling them as independent draws
@@ -45,6 +48,7 @@ PLOT_TOKENS = "tokens_per_step.png"
 Z95 = 1.959963984540054
 BOOTSTRAP_RESAMPLES = 2000
 COMPONENTS = ("actor", "judge", "induction")
+BUDGET_ARM = "budget-matched"  # the arm `awm ablate` adds with budget_matched = true
 CI_WILSON = "wilson"  # one episode per task: Wilson score interval over episodes
 CI_TASK_BOOTSTRAP = "task-bootstrap"  # repeats: percentile bootstrap over tasks of per-task means
 REPLAY_WARNING = (
@@ -152,6 +156,10 @@ def _row_steps(row: ArmEpisode) -> float:
     return float(row.steps)
 
 
+def _row_calls(row: ArmEpisode) -> float:
+    return float(row.llm_calls)
+
+
 # --------------------------------------------------------------------------------------------------
 # The report model
 # --------------------------------------------------------------------------------------------------
@@ -190,7 +198,11 @@ class ArmEpisode(BaseModel):
     reward: float | None
     judge: str | None
     end: str
-    steps: int
+    steps: int  # every step, sub-steps of `run_workflow` calls included
+    model_steps: int = 0  # the steps the model decided (`Step.called_by` is None)
+    llm_calls: int = 0  # the actor's model calls, summed over the steps
+    workflow_calls: int = 0  # `run_workflow` calls
+    workflow_calls_completed: int = 0  # of which every sub-step ran
     prompt_tokens: int
     completion_tokens: int
     step_tokens: list[int] = Field(default_factory=list)
@@ -216,7 +228,12 @@ class ArmStats(BaseModel):
     success_rate: float | None = None  # mean over tasks of per-task rates (= successes/episodes if balanced)
     ci95: tuple[float, float] | None = None
     ci_method: str = CI_WILSON  # CI_WILSON or CI_TASK_BOOTSTRAP
-    mean_steps: float | None = None
+    mean_steps: float | None = None  # every step, sub-steps of `run_workflow` calls included
+    model_steps_per_task: float | None = None  # steps the model decided
+    llm_calls_per_task: float | None = None  # the actor's model calls
+    llm_calls_per_solved_task: float | None = None  # all the arm's calls / its successes (None: none)
+    workflow_calls: int = 0  # `run_workflow` calls over all episodes
+    workflow_calls_completed: int = 0  # of which every sub-step ran
     tokens_per_task: dict[str, float] = Field(default_factory=dict)  # actor, judge, induction, total
     cost_per_task_usd: float = 0.0
     seconds_per_task: float | None = None
@@ -245,6 +262,7 @@ class PairedComparison(BaseModel):
     sign_test_p: float | None = None  # over tasks, ties dropped
     mean_tokens_diff: float | None = None
     mean_steps_diff: float | None = None
+    mean_llm_calls_diff: float | None = None
 
 
 class BudgetMatch(BaseModel):
@@ -278,7 +296,8 @@ class AblationReport(BaseModel):
     success_rule: str = SUCCESS_RULE
     warnings: list[str] = Field(default_factory=list)  # what makes these numbers weaker than they look
     arms: list[ArmStats] = Field(default_factory=list)
-    comparisons: list[PairedComparison] = Field(default_factory=list)
+    comparisons: list[PairedComparison] = Field(default_factory=list)  # each arm against the first
+    budget_comparisons: list[PairedComparison] = Field(default_factory=list)  # ... against budget-matched
     per_task: dict[str, dict[str, list[int]]] = Field(default_factory=dict)  # task -> arm -> [succ, n]
     episodes: list[ArmEpisode] = Field(default_factory=list)
     budget_match: BudgetMatch | None = None
@@ -294,7 +313,7 @@ class AblationReport(BaseModel):
 # Per-episode figures computed once, by the run summary (`awm.pipeline.summary.summarize_episode`).
 _SHARED_WITH_SUMMARY = {
     "key", "scope", "seed", "trajectory_id", "reward", "judge", "end", "steps",
-    "prompt_tokens", "completion_tokens", "seconds", "failure_classes",
+    "prompt_tokens", "completion_tokens", "llm_calls", "seconds", "failure_classes",
 }  # fmt: skip
 
 
@@ -312,6 +331,9 @@ def episode_rows(run: ArmRun) -> list[ArmEpisode]:
                 repeat=run.repeat,
                 position=position,
                 task_id=t.task.task_id.removeprefix("browsergym/"),
+                model_steps=sum(1 for s in t.steps if s.called_by is None),
+                workflow_calls=len(t.workflow_calls),
+                workflow_calls_completed=sum(1 for c in t.workflow_calls if c.completed),
                 step_tokens=[s.prompt_tokens + s.completion_tokens for s in t.steps],
                 memory_version_seen=seen,
                 memory_version_after=after,
@@ -343,6 +365,7 @@ def arm_stats(name: str, runs: Sequence[ArmRun], *, actor_cost_usd: float = 0.0)
     trajectories = [t for run in runs for t in run.trajectories]
     n = len(rows)
     successes = sum(r.success for r in rows)
+    calls = sum(r.llm_calls for r in rows)
     task_rates = per_task_mean(rows_by_task(rows), _succeeded)
     ci95, ci_method = success_interval(rows)
     usage = _usage_sum(runs)
@@ -386,6 +409,11 @@ def arm_stats(name: str, runs: Sequence[ArmRun], *, actor_cost_usd: float = 0.0)
         ci95=ci95,
         ci_method=ci_method,
         mean_steps=sum(r.steps for r in rows) / n if n else None,
+        model_steps_per_task=sum(r.model_steps for r in rows) / n if n else None,
+        llm_calls_per_task=calls / n if n else None,
+        llm_calls_per_solved_task=calls / successes if successes else None,
+        workflow_calls=sum(r.workflow_calls for r in rows),
+        workflow_calls_completed=sum(r.workflow_calls_completed for r in rows),
         tokens_per_task={k: round(v, 1) for k, v in tokens.items()},
         cost_per_task_usd=per(actor_cost_usd + other_cost),
         seconds_per_task=sum(r.seconds for r in rows) / n if n else None,
@@ -434,6 +462,7 @@ def compare(a: str, b: str, rows: Sequence[ArmEpisode]) -> PairedComparison:
         sign_test_p=sign_test_p(b_wins, a_wins),
         mean_tokens_diff=mean(diffs(_row_tokens)),
         mean_steps_diff=mean(diffs(_row_steps)),
+        mean_llm_calls_diff=mean(diffs(_row_calls)),
     )
 
 
@@ -461,7 +490,9 @@ def build_report(
     cache: bool | None = None,
     provenance: dict[str, Any] | None = None,
 ) -> AblationReport:
-    """The whole report; arms in first-run order, each compared with the first arm (the baseline).
+    """The whole report; arms in first-run order, each compared with the first arm (the baseline) and,
+    when a `budget-matched` arm ran, each arm but the baseline also compared with it (does memory beat
+    spending the same tokens on more steps?).
 
     `temperature` and `cache` are the actor's sampling temperature and whether the response cache was
     on (None: not known, e.g. a scripted policy); with repeats they decide the replay warning.
@@ -479,8 +510,13 @@ def build_report(
         cell[0] += int(row.success)
         cell[1] += 1
     comparisons = [compare(order[0], other, rows) for other in order[1:]]
+    budget_comparisons = (
+        [compare(BUDGET_ARM, other, rows) for other in order[1:] if other != BUDGET_ARM]
+        if BUDGET_ARM in order[1:]
+        else []
+    )
     if budget_match is not None:
-        matched = next((a for a in arms if a.name == "budget-matched"), None)
+        matched = next((a for a in arms if a.name == BUDGET_ARM), None)
         if matched is not None:
             budget_match = budget_match.model_copy(
                 update={"achieved_tokens_per_task": matched.tokens_per_task.get("total")}
@@ -499,6 +535,7 @@ def build_report(
         warnings=replay_warnings(repeats, temperature=temperature, cache=cache),
         arms=arms,
         comparisons=comparisons,
+        budget_comparisons=budget_comparisons,
         per_task=per_task,
         episodes=rows,
         budget_match=budget_match,
@@ -570,6 +607,21 @@ def _interval_note(report: AblationReport) -> str:
     return f"95% intervals are {wilson} where a task ran once, else {bootstrap} ({mixed})."
 
 
+def _paired_table(comparisons: Sequence[PairedComparison]) -> list[str]:
+    lines = [
+        "| A | B | tasks | B better | A better | ties | unpaired | success diff | 95% CI | sign test p | tokens diff/task | steps diff/task | calls diff/task |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|",
+    ]
+    for c in comparisons:
+        diff = "n/a" if c.mean_success_diff is None else f"{100 * c.mean_success_diff:+.1f} pts"
+        lines.append(
+            f"| {c.arm_a} | {c.arm_b} | {c.pairs} | {c.b_wins} | {c.a_wins} | {c.ties} | {c.unpaired} | {diff} | "
+            f"{_ci(c.ci95, signed=True)} | {_p(c.sign_test_p)} | {_num(c.mean_tokens_diff, 0)} | "
+            f"{_num(c.mean_steps_diff, 2)} | {_num(c.mean_llm_calls_diff, 2)} |"
+        )
+    return lines
+
+
 def render_markdown(report: AblationReport) -> str:
     """`RESULTS.md`: identity, the arms, the pairs, each task, failures, judge audit, memory versions."""
     sampling = (
@@ -601,9 +653,10 @@ def render_markdown(report: AblationReport) -> str:
         "",
         "Success is the mean over tasks of each task's success rate over its repeats (successes/episodes "
         "when every task ran every repeat). Tokens per task: actor (from the trajectories) + judge + "
-        f"induction (real model calls). {_interval_note(report)}",
+        "induction (real model calls). Mean steps count every step, sub-steps of `run_workflow` calls "
+        f"included (the model's own steps: next table). {_interval_note(report)}",
         "",
-        "| arm | overrides | tasks | success | 95% CI | mean steps | tokens/task (actor / judge / induction = total) | cost/task | s/task | errors |",
+        "| arm | overrides | tasks | success | 95% CI | mean steps (all) | tokens/task (actor / judge / induction = total) | cost/task | s/task | errors |",
         "|---|---|---:|---:|---|---:|---|---:|---:|---:|",
     ]
     for a in report.arms:
@@ -616,6 +669,23 @@ def render_markdown(report: AblationReport) -> str:
             f"{_num(t.get('induction'), 0)} = {_num(t.get('total'), 0)} | ${a.cost_per_task_usd:.4f} | "
             f"{_num(a.seconds_per_task)} | {len(a.errors)} |"
         )
+    lines += [
+        "",
+        "## Model calls and workflow calls",
+        "",
+        "Per task (episode): model steps are the steps the model decided (a `run_workflow` call is one; "
+        "its sub-steps are not), model calls are the actor's (re-prompts included). Calls per solved task "
+        "are all the arm's calls over its solved episodes (n/a: none solved). `run_workflow` calls: all "
+        "of the arm's, and how many ran every sub-step.",
+        "",
+        "| arm | model steps/task | model calls/task | model calls/solved task | run_workflow calls | completed |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for a in report.arms:
+        lines.append(
+            f"| {a.name} | {_num(a.model_steps_per_task, 2)} | {_num(a.llm_calls_per_task, 2)} | "
+            f"{_num(a.llm_calls_per_solved_task, 2)} | {a.workflow_calls} | {a.workflow_calls_completed} |"
+        )
     if report.comparisons:
         lines += [
             "",
@@ -626,16 +696,18 @@ def render_markdown(report: AblationReport) -> str:
             "two-sided sign test over tasks that differ (ties dropped). Tasks only one arm ran are left out "
             "(unpaired).",
             "",
-            "| A | B | tasks | B better | A better | ties | unpaired | success diff | 95% CI | sign test p | tokens diff/task | steps diff/task |",
-            "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|",
+            *_paired_table(report.comparisons),
         ]
-        for c in report.comparisons:
-            diff = "n/a" if c.mean_success_diff is None else f"{100 * c.mean_success_diff:+.1f} pts"
-            lines.append(
-                f"| {c.arm_a} | {c.arm_b} | {c.pairs} | {c.b_wins} | {c.a_wins} | {c.ties} | {c.unpaired} | {diff} | "
-                f"{_ci(c.ci95, signed=True)} | {_p(c.sign_test_p)} | {_num(c.mean_tokens_diff, 0)} | "
-                f"{_num(c.mean_steps_diff, 2)} |"
-            )
+    if report.budget_comparisons:
+        lines += [
+            "",
+            f"## Paired differences against `{BUDGET_ARM}`",
+            "",
+            f"The same test with A = `{BUDGET_ARM}` (memory off, given as many tokens as the memory arm it "
+            "was sized from): B better means the arm beats spending the same budget on more steps.",
+            "",
+            *_paired_table(report.budget_comparisons),
+        ]
     if report.budget_match is not None:
         b = report.budget_match
         lines += [
@@ -706,7 +778,8 @@ def rich_tables(report: AblationReport) -> list[Table]:
     """The comparison printed at the end of `awm ablate`."""
     caption = "\n".join([f"config {report.config_hash}", *(f"warning: {w}" for w in report.warnings)])
     arms = Table(title=f"Ablation {report.name}: {report.model}", caption=caption)
-    for column in ("arm", "success", "95% CI", "steps", "tokens/task", "cost/task", "s/task", "errors"):
+    columns = ("arm", "success", "95% CI", "steps", "calls/task", "calls/solved", "workflows run")
+    for column in (*columns, "tokens/task", "cost/task", "s/task", "errors"):
         arms.add_column(column, justify="left" if column in ("arm", "95% CI") else "right")
     for a in report.arms:
         arms.add_row(
@@ -714,17 +787,25 @@ def rich_tables(report: AblationReport) -> list[Table]:
             f"{a.successes}/{a.episodes} ({_pct(a.success_rate)})",
             _ci(a.ci95),
             _num(a.mean_steps, 2),
+            _num(a.llm_calls_per_task, 2),
+            _num(a.llm_calls_per_solved_task, 2),
+            f"{a.workflow_calls_completed}/{a.workflow_calls}",
             _num(a.tokens_per_task.get("total"), 0),
             f"${a.cost_per_task_usd:.4f}",
             _num(a.seconds_per_task),
             str(len(a.errors)),
         )
     tables = [arms]
-    if report.comparisons:
-        pairs = Table(title="Paired differences per task (B - A)")
+    for title, comparisons in (
+        ("Paired differences per task (B - A)", report.comparisons),
+        (f"Paired differences against {BUDGET_ARM} (B - A)", report.budget_comparisons),
+    ):
+        if not comparisons:
+            continue
+        pairs = Table(title=title)
         for column in ("A", "B", "tasks", "B better", "A better", "diff", "95% CI", "sign p"):
             pairs.add_column(column, justify="left" if column in ("A", "B", "95% CI") else "right")
-        for c in report.comparisons:
+        for c in comparisons:
             diff = "n/a" if c.mean_success_diff is None else f"{100 * c.mean_success_diff:+.1f} pts"
             pairs.add_row(
                 c.arm_a,

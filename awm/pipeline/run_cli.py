@@ -38,11 +38,15 @@ def run_command(
     ] = None,
     memory: Annotated[
         str,
-        typer.Option(help="off | auto (each task's own scope) | a scope name such as miniwob/login-user."),
+        typer.Option(help="off | auto (each task's own scope) | a scope such as miniwob/login-user, or a prefix such as miniwob (every scope below it, top-k)."),
     ] = "off",
     memory_mode: Annotated[
         str, typer.Option(help="all (every workflow of the scope) | topk (most similar).")
     ] = "all",
+    workflows: Annotated[
+        str,
+        typer.Option(help="text (shown in the prompt) | executable (each runnable one is also a run_workflow action)."),
+    ] = "text",
     top_k: Annotated[
         int, typer.Option("--k", min=1, help="Workflows to retrieve with --memory-mode topk.")
     ] = 3,
@@ -99,6 +103,8 @@ def run_command(
 
     if memory_mode not in ("all", "topk"):
         raise ConfigError(f"--memory-mode must be all or topk (got '{memory_mode}')")
+    if workflows not in ("text", "executable"):
+        raise ConfigError(f"--workflows must be text or executable (got '{workflows}')")
     if policy == "scripted" and memory != "off":
         raise ConfigError("--memory needs --policy llm (a scripted policy reads no memory)")
     if parallel not in ("local", "ray"):
@@ -132,6 +138,7 @@ def run_command(
             "memory": "off" if memory == "off" else "fixed",
             "memory_scope": None if memory in ("off", "auto") else memory,
             "memory_mode": memory_mode,
+            "workflows": workflows,
             "k": top_k,
             "judge": judge,
             "admission": "gt",
@@ -172,9 +179,11 @@ def validate_memory(memory: str, settings: Settings) -> None:
 
     with WorkflowStore(db) as store:
         scopes = store.scopes()
-    if memory not in scopes:
+    if memory not in scopes and not any(s.startswith(memory.rstrip("/") + "/") for s in scopes):
         known = ", ".join(scopes[:10]) or "none"
-        raise ConfigError(f"--memory {memory}: no such scope in {db} (known scopes: {known})")
+        raise ConfigError(
+            f"--memory {memory}: no such scope (nor scopes below it) in {db} (known scopes: {known})"
+        )
 
 
 def register(app: typer.Typer) -> None:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from awm.llm.base import LLMClient
     from awm.memory.view import MemoryView
     from awm.pipeline.policy import PolicyFactory
+    from awm.pipeline.replay import ReplayGate
     from awm.traces import RunRecorder
     from awm.webarena.harness import HarnessConfig
 
@@ -132,6 +133,41 @@ def run_config(config: PipelineConfig, settings: Settings) -> tuple[dict[str, An
     return payload, digest
 
 
+def read_scope(config: PipelineConfig, task: Task) -> str:
+    """The scope a task's episode reads: the arm's fixed `memory_scope`; else, with ``scope =
+    "benchmark"``, the task's benchmark as a prefix (``miniwob``); else the task's own scope.
+    Commits always go to the task's own scope."""
+    if config.memory_scope:
+        return config.memory_scope
+    return task.benchmark if config.scope == "benchmark" else task.scope
+
+
+def is_prefix_scope(store: WorkflowStore, scope: str) -> bool:
+    """A name with no head of its own but scopes below it (``miniwob`` over ``miniwob/login-user``): a
+    fixed `memory_scope` (`awm run --memory miniwob`) then reads them all, as a benchmark-wide arm does."""
+    if store.head_version(scope) is not None:
+        return False
+    below = scope.rstrip("/") + "/"
+    return any(s.startswith(below) for s in store.scopes())
+
+
+def memory_view(store: WorkflowStore, config: PipelineConfig, task: Task) -> MemoryView:
+    """The view one episode of `task` reads under `config`, at the store's heads now.
+
+    A fixed `memory_scope` or ``scope = "task"``: one scope's head, shown as `memory_mode` says (a fixed
+    scope that is a prefix of others reads them all, top-k, see `is_prefix_scope`).
+    ``scope = "benchmark"``: every scope under the task's benchmark (`view_over_prefix`), always
+    top-k by the goal (a benchmark's workflows together would crowd the prompt). `use` is the arm's
+    `workflows` setting either way.
+    """
+    from awm.memory.view import view_at_head, view_over_prefix
+
+    scope = read_scope(config, task)
+    if (not config.memory_scope and config.scope == "benchmark") or is_prefix_scope(store, scope):
+        return view_over_prefix(store, scope, mode="topk", k=config.k, use=config.workflows)
+    return view_at_head(store, scope, mode=config.memory_mode, k=config.k, use=config.workflows)
+
+
 class StageContext(Protocol):
     """What `evaluate_stage` and `induce_stage` read: the arm's config, its clients and its recorder.
     `PipelineContext` is one; the per-stage CLI commands build a lighter one on an existing run folder."""
@@ -169,6 +205,7 @@ class PipelineContext:
         self.env_config = env_config
         self.harness_config = harness_config
         self.config_hash = config_hash
+        self._gate: ReplayGate | None = None
 
     @classmethod
     def open(
@@ -229,18 +266,15 @@ class PipelineContext:
         return self._store.head_version(scope) if self._store is not None else None
 
     def memory_scope(self, task: Task) -> str:
-        """The scope a task's episode reads: the arm's fixed scope, else the task's own."""
-        return self.config.memory_scope or task.scope
+        """The scope a task's episode reads (`read_scope`)."""
+        return read_scope(self.config, task)
 
     def view_for(self, task: Task) -> MemoryView | None:
-        """The immutable memory view of one episode, resolved now (before the episode starts)."""
+        """The immutable memory view of one episode, resolved now (before the episode starts);
+        None for a memory-off arm (`memory_view`)."""
         if self._store is None:
             return None
-        from awm.memory.view import view_at_head
-
-        return view_at_head(
-            self._store, self.memory_scope(task), mode=self.config.memory_mode, k=self.config.k
-        )
+        return memory_view(self._store, self.config, task)
 
     def policy_factory(self) -> PolicyFactory:
         """The one policy factory, with this arm's actor client (metered) for in-process episodes."""
@@ -249,7 +283,18 @@ class PipelineContext:
         client = self.clients.actor if self.config.policy == "llm" else None
         return PolicyFactory(self.settings, self.config.policy, client=client)
 
+    def replay_gate(self) -> ReplayGate:
+        """Admission by replay's browser for this arm (opened on first use, closed with the context)."""
+        if self._gate is None:
+            from awm.pipeline.replay import ReplayGate
+
+            self._gate = ReplayGate(self.run_dir, self.env_config)
+        return self._gate
+
     def close(self, status: str = "done") -> None:
+        if self._gate is not None:
+            self._gate.close()
+            self._gate = None
         if self._store is not None:
             self._store.close()
             self._store = None

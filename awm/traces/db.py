@@ -15,10 +15,10 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
 from awm.errors import DataError
-from awm.trajectory import Step, TargetDesc, Task, Trajectory, Verdict, load_trajectory
+from awm.trajectory import Step, TargetDesc, Task, Trajectory, Verdict, WorkflowCall, load_trajectory
 
 DB_NAME = "run.sqlite"
 EVENTS_NAME = "events.jsonl"
@@ -54,7 +54,8 @@ CREATE TABLE IF NOT EXISTS episode (
     started_at TEXT NOT NULL DEFAULT '',
     seconds REAL NOT NULL DEFAULT 0,
     prompt_tokens INTEGER NOT NULL DEFAULT 0,
-    completion_tokens INTEGER NOT NULL DEFAULT 0
+    completion_tokens INTEGER NOT NULL DEFAULT 0,
+    workflow_calls TEXT NOT NULL DEFAULT '[]'
 );
 CREATE INDEX IF NOT EXISTS episode_task_key ON episode(task_key);
 CREATE TABLE IF NOT EXISTS step (
@@ -81,9 +82,22 @@ CREATE TABLE IF NOT EXISTS step (
     llm_calls INTEGER NOT NULL DEFAULT 0,
     screenshot TEXT,
     recorded_at TEXT NOT NULL DEFAULT '',
+    called_by INTEGER,
+    workflow TEXT NOT NULL DEFAULT '',
+    grounding TEXT NOT NULL DEFAULT '',
     UNIQUE(episode_id, idx)
 );
 """
+
+
+# Columns added after run folders were first written: (table, column, declaration), added on open.
+ADDED_COLUMNS = (
+    ("episode", "raw_reward", "REAL"),
+    ("episode", "workflow_calls", "TEXT NOT NULL DEFAULT '[]'"),
+    ("step", "called_by", "INTEGER"),
+    ("step", "workflow", "TEXT NOT NULL DEFAULT ''"),
+    ("step", "grounding", "TEXT NOT NULL DEFAULT ''"),
+)
 
 
 def safe_name(episode_id: str) -> str:
@@ -132,6 +146,7 @@ class EpisodeRow(BaseModel):
     seconds: float
     prompt_tokens: int
     completion_tokens: int
+    workflow_calls: list[WorkflowCall] = Field(default_factory=list)
     steps: int = 0
 
     @property
@@ -170,6 +185,9 @@ class StepRow(BaseModel):
     llm_calls: int
     screenshot: str | None
     recorded_at: str
+    called_by: int | None = None  # a `run_workflow` sub-step: the calling step's index
+    workflow: str = ""
+    grounding: str = ""
 
     @property
     def timings_ms(self) -> dict[str, float]:
@@ -201,6 +219,9 @@ class StepRow(BaseModel):
             llm_calls=self.llm_calls,
             prompt_hash=self.prompt_hash,
             screenshot=self.screenshot,
+            called_by=self.called_by,
+            workflow=self.workflow,
+            grounding=self.grounding,
         )
 
 
@@ -237,6 +258,9 @@ def step_values(
         "llm_calls": step.llm_calls,
         "screenshot": screenshot,
         "recorded_at": recorded_at,
+        "called_by": step.called_by,
+        "workflow": step.workflow,
+        "grounding": step.grounding,
     }
 
 
@@ -264,9 +288,10 @@ class RunWriter:
         self._lock = threading.Lock()
         with self._lock, self._conn:
             self._conn.executescript(SCHEMA)
-            columns = {r["name"] for r in self._conn.execute("PRAGMA table_info(episode)")}
-            if "raw_reward" not in columns:  # a run folder written before the column existed
-                self._conn.execute("ALTER TABLE episode ADD COLUMN raw_reward REAL")
+            for table, column, declaration in ADDED_COLUMNS:  # a run folder written before they existed
+                columns = {r["name"] for r in self._conn.execute(f"PRAGMA table_info({table})")}
+                if column not in columns:
+                    self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
 
     def run_row(self) -> sqlite3.Row | None:
         with self._lock:
@@ -305,6 +330,7 @@ class RunWriter:
             "seconds": t.seconds,
             "prompt_tokens": t.prompt_tokens,
             "completion_tokens": t.completion_tokens,
+            "workflow_calls": _dumps([c.model_dump(mode="json") for c in t.workflow_calls]),
         }
         columns = ", ".join(f'"{c}"' for c in values)
         marks = ", ".join(f":{c}" for c in values)
@@ -386,7 +412,7 @@ class RunDatabase:
             "SELECT e.*, (SELECT COUNT(*) FROM step s WHERE s.episode_id = e.id) AS steps "
             "FROM episode e ORDER BY e.started_at, e.rowid"
         ).fetchall()
-        return [self._row(EpisodeRow, r, ("task",)) for r in rows]
+        return [self._row(EpisodeRow, r, ("task", "workflow_calls")) for r in rows]
 
     def steps(self, episode_id: str) -> list[StepRow]:
         rows = self._conn.execute(
@@ -434,6 +460,7 @@ class RunDatabase:
             model=episode.model,
             memory_scope=episode.scope or None,
             memory_version=episode.memory_version,
+            workflow_calls=episode.workflow_calls,
             started_at=episode.started_at,
             seconds=episode.seconds,
         )

@@ -57,6 +57,9 @@ def step_data(step: Step, *, prompt_hash: str = "", screenshot: str | None = Non
         "completion_tokens": step.completion_tokens,
         "prompt_hash": prompt_hash,
         "screenshot": screenshot,
+        "called_by": step.called_by,
+        "workflow": step.workflow,
+        "grounding": step.grounding,
     }
 
 

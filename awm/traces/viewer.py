@@ -75,8 +75,11 @@ def step_panel(step: StepRow, *, show_observation: bool = False) -> Panel:
             body.append(value + "\n", style=style)
 
     line("url", step.url, "dim")
+    if step.called_by is not None:
+        line("workflow", f"{step.workflow} (called by step {step.called_by})", "magenta")
     line("thought", step.thought)
     line("action", step.action_str or "(none)", "cyan")
+    line("grounding", step.grounding, "dim")
     outcome = step.outcome + (f" - {step.error}" if step.error else "")
     line("outcome", outcome, OUTCOME_STYLE.get(step.outcome, "red"))
     line("feedback", step.feedback, "yellow")
@@ -87,7 +90,8 @@ def step_panel(step: StepRow, *, show_observation: bool = False) -> Panel:
         line("observation", "\n" + step.observation)
         line("model output", "\n" + step.model_output)
     body.rstrip()
-    return Panel(body, title=f"step {step.idx}", title_align="left")
+    title = f"step {step.idx}" if step.called_by is None else f"step {step.idx} (sub-step of {step.called_by})"
+    return Panel(body, title=title, title_align="left")
 
 
 def episode_view(

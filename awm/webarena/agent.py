@@ -22,6 +22,7 @@ from awm.llm.base import ChatRequest, LLMClient
 from awm.tokens import TokenCounter, fit_prompt
 from awm.webarena import prompts
 from awm.webarena.harness import Decision, DecisionContext, page_targets
+from awm.webarena.workflow_run import call_text, callable_workflows, catalog
 
 if TYPE_CHECKING:
     from awm.memory.embeddings import Embedder
@@ -137,9 +138,11 @@ class LLMAgent:
         goal = page.goal or ctx.task.goal
         names = prompts.action_names_for(ctx.task)
         workflows = self._workflows_for(goal)
+        callables = callable_workflows(self.memory, goal)
+        shown_calls = {w.name: call_text(callables[w.name]) for w in workflows if w.name in callables}
         parts = prompts.build_parts(
-            system=prompts.system_text(names),
-            memory=prompts.memory_texts(workflows, goal),
+            system=prompts.system_text(names, workflows=bool(shown_calls)),
+            memory=prompts.memory_texts(workflows, goal, shown_calls),
             goal=goal,
             history=ctx.history,
             page_text=page.text,
@@ -168,8 +171,15 @@ class LLMAgent:
                 ids_for = without_spent_choices(
                     page_targets(page).ids_for, page.ids, ctx.history, page.text, page.fingerprint
                 )
+            kept = {w.name for w in workflows[: fitted.memory_kept]}
+            offered = catalog({n: c for n, c in callables.items() if n in kept and n in shown_calls})
             grammar = action_grammar(
-                "browser", page_ids=page.ids, names=names, with_thought=True, ids_for=ids_for
+                "browser",
+                page_ids=page.ids,
+                names=names,
+                with_thought=True,
+                ids_for=ids_for,
+                workflows=offered or None,
             )
         request = ChatRequest(
             messages=messages,

@@ -17,13 +17,15 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from awm.actions import Action, ids_for_roles, parse_action, render_action
+from awm.actions import RUN_WORKFLOW, Action, ids_for_roles, parse_action, render_action
 from awm.errors import ActionParseError, LLMError, PromptTooLargeError
+from awm.grounding.executor import ExecutorConfig
 from awm.memory.view import MemoryView
 from awm.trajectory import EpisodeEnd, Step, StepOutcome, Task, Trajectory
 from awm.webarena.env import BrowserSession, PageState
 from awm.webarena.fingerprint import describe_changes, render_changes
 from awm.webarena.outcomes import EnvCrashError, ExecResult
+from awm.webarena.workflow_run import CallableWorkflow, callable_workflows, catalog, run_workflow
 
 
 class Decision(BaseModel):
@@ -75,6 +77,7 @@ class HarnessConfig(BaseModel):
     loop_repeat_stop: int = 3
     episode_timeout_s: float = 300
     role_checks: bool = True  # refuse e.g. fill() on a button at parse time (see `page_targets`)
+    workflow_executor: ExecutorConfig = ExecutorConfig()  # how `run_workflow` grounds and retries its steps
 
 
 StepCallback = Callable[[Trajectory, Step, bytes | None], None]
@@ -163,7 +166,12 @@ def page_targets(page: PageState) -> PageTargets:
 
 
 def _decide_and_parse(
-    policy: Policy, ctx: DecisionContext, step: Step, config: HarnessConfig, trajectory: Trajectory
+    policy: Policy,
+    ctx: DecisionContext,
+    step: Step,
+    config: HarnessConfig,
+    trajectory: Trajectory,
+    callables: dict[str, CallableWorkflow],
 ) -> Action:
     """Stage 1: ask, parse; on a parse error ask again with the exact error; `Unparsable` when still not."""
     retry_error = ""
@@ -193,6 +201,7 @@ def _decide_and_parse(
                 page_ids=ctx.page.ids,
                 ids_for=targets.ids_for if targets else None,
                 describe=targets.describe if targets else None,
+                workflows=catalog(callables) or None,
             )
         except ActionParseError as exc:
             retry_error = f"{exc.kind}: {exc}"
@@ -252,6 +261,8 @@ def run_episode(
         memory_scope=view.scope if view is not None else None,
         memory_version=view.version if view is not None else None,
     )
+    if view is not None and view.versions:
+        trajectory.meta["memory_versions"] = dict(view.versions)
     end: EpisodeEnd = "max_steps"
     feedback = ""
     seen: dict[tuple[str, str], int] = {}
@@ -262,14 +273,22 @@ def run_episode(
         _record(trajectory, step, None, on_step)
         return _finish(trajectory, "env_error", session, started)
     trajectory.task = task.model_copy(update={"goal": page.goal or task.goal})
-    for index in range(_max_steps(task, config)):
+    callables = callable_workflows(view, trajectory.task.goal)
+
+    def record_sub(sub: Step, shown: PageState | None) -> None:
+        _record(trajectory, sub, shown, on_step)
+
+    for _turn in range(_max_steps(task, config)):  # model steps; a workflow's sub-steps do not count
         if time.monotonic() - started > config.episode_timeout_s:
             end = "timeout"
             break
+        index = trajectory.steps[-1].index + 1 if trajectory.steps else 0
         step = Step(index=index, url=page.url, observation=page.text, fingerprint=page.fingerprint)
         shown = page  # the page this step decided on; its screenshot is encoded only for a recorder
         try:
-            page, feedback = _run_step(session, policy, config, trajectory, step, page, feedback, seen)
+            page, feedback = _run_step(
+                session, policy, config, trajectory, step, page, feedback, seen, callables, record_sub
+            )
         except EpisodeOver as over:
             end = over.end
             break
@@ -307,12 +326,14 @@ def _run_step(
     page: PageState,
     feedback: str,
     seen: dict[tuple[str, str], int],
+    callables: dict[str, CallableWorkflow],
+    record_sub: Callable[[Step, PageState | None], None],
 ) -> tuple[PageState, str]:
     """One step; returns the next page and feedback, or raises a failure class or `EpisodeOver`."""
     ctx = DecisionContext(
         task=trajectory.task, page=page, history=list(trajectory.steps), feedback=feedback, step_index=step.index
     )
-    action = _decide_and_parse(policy, ctx, step, config, trajectory)
+    action = _decide_and_parse(policy, ctx, step, config, trajectory, callables)
     step.action = action.model_dump(mode="json")
     step.action_str = render_action(action)
     bid = action.target_id
@@ -327,7 +348,10 @@ def _run_step(
     if repeats >= config.loop_repeat_nudge:
         nudge = f"You repeated {step.action_str} with no change; try something else."
     t0 = time.perf_counter()
-    result = _execute(session, action, config)
+    if action.name == RUN_WORKFLOW.name:
+        result = _call_workflow(session, config, trajectory, step, action, callables[str(action.args["name"])], record_sub)
+    else:
+        result = _execute(session, action, config)
     step.timings_ms["execute"] = (time.perf_counter() - t0) * 1000
     step.outcome, step.error = result.outcome, result.error
     t0 = time.perf_counter()
@@ -345,8 +369,42 @@ def _run_step(
     return after, step.feedback
 
 
+def _call_workflow(
+    session: BrowserSession,
+    config: HarnessConfig,
+    trajectory: Trajectory,
+    step: Step,
+    action: Action,
+    callable_workflow: CallableWorkflow,
+    record_sub: Callable[[Step, PageState | None], None],
+) -> ExecResult:
+    """Stage 2 for `run_workflow`: its steps run as sub-steps (recorded as they happen, indexes after
+    this step's); the result says how far it got, so the feedback tells the model where to go on."""
+    params = action.args.get("params") or {}
+    assert isinstance(params, dict)
+    call = run_workflow(
+        session,
+        callable_workflow,
+        {str(k): str(v) for k, v in params.items()},
+        called_by=step.index,
+        first_index=step.index + 1,
+        config=config.workflow_executor,
+        record=record_sub,
+    )
+    trajectory.workflow_calls.append(call)
+    if call.completed:
+        return ExecResult(outcome="ok", note=f"workflow {call.name!r} ran all {call.steps_total} steps")
+    ran = f"workflow {call.name!r} ran {call.steps_run} of {call.steps_total} steps and stopped at {call.error}"
+    if session.done:
+        return ExecResult(outcome="ok", note=ran)
+    return ExecResult(outcome="action_error", error=f"{ran}; continue with single actions")
+
+
 def _record(trajectory: Trajectory, step: Step, page: PageState | None, on_step: StepCallback | None) -> None:
     trajectory.steps.append(step)
+    if len(trajectory.steps) > 1 and trajectory.steps[-2].index > step.index:
+        # a model step is recorded after the sub-steps it called (which have the higher indexes)
+        trajectory.steps.sort(key=lambda s: s.index)
     if on_step is not None:
         # PNG encoding (~30 ms a page) happens here, and only when someone records the step.
         on_step(trajectory, step, page.screenshot_png() if page is not None else None)

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 from awm.actions import Action, render_action
 from awm.memory.view import MemoryView
+from awm.memory.workflow import Workflow
 from awm.webarena.env import PageState
 from awm.webarena.harness import Decision, DecisionContext
 
@@ -102,3 +103,23 @@ class MiniWobScriptedPolicy:
         if bid is None:
             return Decision(text="report_infeasible('the button is not on the page')")
         return _say("click the button", Action(name="click", args={"bid": bid}))
+
+
+class ReplayPolicy:
+    """Calls one workflow with fixed values, once, and never a model: replay and replay admission.
+
+    The workflow travels in an executable memory view of its own, so the harness runs it exactly as it
+    runs a workflow the model calls (same grounding, sub-step traces, checks). After the call it has
+    nothing more to do; the episode has one model step (`HarnessConfig.max_steps = 1`).
+    """
+
+    name = "replay"
+
+    def __init__(self, workflow: Workflow, params: dict[str, str], *, scope: str = "replay") -> None:
+        self.workflow = workflow
+        self.params = dict(params)
+        self.memory = MemoryView(scope=scope, workflows=(workflow,), use="executable")
+
+    def decide(self, ctx: DecisionContext) -> Decision:
+        call = Action(name="run_workflow", args={"name": self.workflow.name, "params": self.params})
+        return Decision(text=render_action(call), llm_calls=0)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Literal
 
-from awm.actions import actions_offered, describe_actions
+from awm.actions import RUN_WORKFLOW, actions_offered, describe_actions
 from awm.memory.text_format import render_workflow
 from awm.memory.workflow import Workflow, bind_parameters, instantiate
 from awm.tokens import PromptParts
@@ -38,19 +38,42 @@ def action_names_for(task: Task) -> list[str] | None:
     return actions_offered(task.benchmark)
 
 
-def system_text(action_names: Collection[str] | None = None) -> str:
-    """Fixed instructions plus the action list; the same string on every step of every episode."""
-    return f"{SYSTEM_INTRO}\n\n## Actions\n{describe_actions('browser', names=action_names)}"
+WORKFLOW_ACTION_TEXT = (
+    f"{RUN_WORKFLOW.name}(name, params): {RUN_WORKFLOW.description} (each value exactly as it must be "
+    "typed). It does all of the workflow's steps in one action: when a workflow below fits the goal, "
+    "call it as your first action instead of doing its steps one by one."
+)
 
 
-def memory_texts(workflows: Sequence[Workflow], goal: str = "") -> list[str]:
+def system_text(action_names: Collection[str] | None = None, *, workflows: bool = False) -> str:
+    """Fixed instructions plus the action list (with `run_workflow` when the episode's memory holds
+    workflows it can call); the same string on every step of an episode."""
+    actions = describe_actions("browser", names=action_names)
+    if workflows:
+        actions += "\n" + WORKFLOW_ACTION_TEXT
+    return f"{SYSTEM_INTRO}\n\n## Actions\n{actions}"
+
+
+def memory_texts(
+    workflows: Sequence[Workflow], goal: str = "", calls: dict[str, str] | None = None
+) -> list[str]:
     """Each workflow in AWM's WebArena text format, most relevant first (as retrieved).
 
     Placeholders whose values can be read off this goal (`bind_parameters`) are filled in: a small
-    model copies ``{username}`` literally instead of substituting it. The goal is fixed for an
-    episode, so the text stays byte-identical across its steps (prefix cache).
+    model copies ``{username}`` literally instead of substituting it. A workflow the agent can call
+    (`calls`: name -> the call text) shows the call right under its description. The goal is fixed
+    for an episode, so the text stays byte-identical across its steps (prefix cache).
     """
-    return [render_workflow(instantiate(w, bind_parameters(w, goal)), style="webarena") for w in workflows]
+    out = []
+    for workflow in workflows:
+        text = render_workflow(instantiate(workflow, bind_parameters(workflow, goal)), style="webarena")
+        call = (calls or {}).get(workflow.name)
+        if call:
+            head, _, rest = text.partition("\n")
+            description, _, steps = rest.partition("\n")
+            text = f"{head}\n{description}\nCall it: {call}\n{steps}".rstrip()
+        out.append(text)
+    return out
 
 
 def goal_text(goal: str) -> str:
@@ -116,7 +139,8 @@ def build_parts(
         system=system,
         memory=list(memory),
         goal=goal_text(goal),
-        history=[history_entry(s) for s in history],
+        # A workflow's sub-steps stay out: the calling step's result says how far it ran.
+        history=[history_entry(s) for s in history if s.called_by is None],
         observation=observation_text(page_text, url, feedback=feedback, retry_error=retry_error),
         memory_header=MEMORY_HEADER,
         history_header=HISTORY_HEADER,

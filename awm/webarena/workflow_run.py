@@ -1,0 +1,271 @@
+"""Run a workflow as one action on a BrowserGym page: ground each step, act through BrowserGym, check it.
+
+Why here and not in the model's hands: a small model that reads a workflow as text does what it would
+have done without it (measured: 12 ties out of 12 on the demo). Executed, a workflow that solved a task
+once solves the next seed of it without a model call per step. The grounding rules, retries and
+recovery are the grounded executor's (`awm.grounding.executor.execute_step`, the adversarial suite's
+too); this module is its BrowserGym backend: elements come from the observation the model sees
+(role + label per bid), actions go through `BrowserSession.execute` (so BrowserGym's reward sees every
+one), and a step's check (`StepCheck`) is read off the next observation. Execution stops at the first
+step that cannot be grounded, fails, or fails its check; the caller tells the model which and why.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from awm.actions import Action, render_action
+from awm.grounding.executor import ActionFailed, ExecutorConfig, StepReport, TargetNotFound, execute_step
+from awm.grounding.ground import norm
+from awm.grounding.model import Target
+from awm.grounding.snapshot import Element
+from awm.memory.view import MemoryView
+from awm.memory.workflow import PLACEHOLDER, Workflow, WorkflowStep, bind_parameters, instantiate
+from awm.trajectory import Step, StepOutcome, TargetDesc, WorkflowCall
+from awm.webarena.env import BrowserSession, PageState
+
+# Workflow actions the executor can run, with the browser action each becomes (Mind2Web's names too,
+# so an imported Mind2Web workflow runs on a live page).
+EXECUTABLE_ACTIONS: dict[str, str] = {
+    "click": "click",
+    "dblclick": "dblclick",
+    "hover": "hover",
+    "fill": "fill",
+    "clear": "clear",
+    "select_option": "select_option",
+    "check": "check",
+    "uncheck": "uncheck",
+    "press": "press",
+    "focus": "focus",
+    "CLICK": "click",
+    "TYPE": "fill",
+    "SELECT": "select_option",
+}
+_VALUE_ARG = {"fill": "value", "select_option": "options", "press": "key_comb"}
+_FAILURE_OUTCOME: dict[str, StepOutcome] = {
+    "target_not_found": "target_not_found",
+    "action_error": "action_error",
+    "verify_failed": "action_error",
+}
+
+
+def not_executable(workflow: Workflow) -> str | None:
+    """Why the executor cannot run this workflow (None: it can): an action it has no way to ground, or
+    a step without a target role."""
+    if not workflow.steps:
+        return "it has no steps"
+    for number, step in enumerate(workflow.steps, start=1):
+        if step.action not in EXECUTABLE_ACTIONS:
+            return f"step {number} is {step.action!r}, which acts on no element"
+        if not step.target.role.strip():
+            return f"step {number} names no target role"
+    return None
+
+
+class CallableWorkflow(BaseModel):
+    """A workflow the agent may call in this episode: its values from the goal, and what is left open."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workflow: Workflow  # as stored
+    bound: dict[str, str]  # placeholder values read off the goal (`bind_parameters`)
+    open: tuple[str, ...]  # parameters the call must give, in the workflow's order
+
+    @property
+    def name(self) -> str:
+        return self.workflow.name
+
+
+def open_parameters(workflow: Workflow, bound: dict[str, str]) -> tuple[str, ...]:
+    """The placeholders still unfilled once `bound` is applied, in the order the workflow lists them."""
+    names = list(workflow.parameters)
+    for step in workflow.steps:
+        names.extend(step.placeholders())
+    return tuple(n for n in dict.fromkeys(names) if n not in bound)
+
+
+def callable_workflows(view: MemoryView | None, goal: str) -> dict[str, CallableWorkflow]:
+    """The executable workflows of an episode's view, by name (empty unless the view's use is
+    ``executable``). Binding is done once per episode: the goal is fixed, and the prompt, the grammar
+    and the parser must all agree on which parameters a call gives."""
+    if view is None or view.use != "executable":
+        return {}
+    out: dict[str, CallableWorkflow] = {}
+    for workflow in view.workflows:
+        if workflow.name in out or not_executable(workflow) is not None:
+            continue
+        bound = bind_parameters(workflow, goal)
+        out[workflow.name] = CallableWorkflow(workflow=workflow, bound=bound, open=open_parameters(workflow, bound))
+    return out
+
+
+def catalog(callables: dict[str, CallableWorkflow]) -> dict[str, list[str]]:
+    """Name -> the parameters a call gives: what `parse_action` and `action_grammar` hold calls to."""
+    return {name: list(c.open) for name, c in callables.items()}
+
+
+def call_text(callable_workflow: CallableWorkflow) -> str:
+    """How the prompt shows the call, with the open parameters to fill in."""
+    params = ", ".join(f"{p!r}: '...'" for p in callable_workflow.open)
+    return f"run_workflow({callable_workflow.name!r}, {{{params}}})"
+
+
+def page_elements(page: PageState) -> list[Element]:
+    """The observation's elements (the ids the model may act on) as grounding sees them: role and label."""
+    out = []
+    for bid in page.ids:
+        desc = page.elements.get(bid)
+        if desc is None or not desc.role:
+            continue
+        out.append(Element(ref=bid, tag="", role=desc.role, text=desc.label, label=desc.label))
+    return out
+
+
+def step_target(step: WorkflowStep) -> Target:
+    """A workflow step's target for grounding: its role, and its label as the text to match (exact text
+    scores over a substring, so 'Password' does not pick 'Verify password')."""
+    label = " ".join(step.target.label.split())
+    return Target(role=step.target.role.strip(), text=label or None)
+
+
+def step_action(step: WorkflowStep, bid: str) -> Action:
+    """The typed browser action of a (filled-in) workflow step on element `bid`."""
+    name = EXECUTABLE_ACTIONS[step.action]
+    args: dict[str, Any] = {"bid": bid}
+    if name in _VALUE_ARG:
+        args[_VALUE_ARG[name]] = step.value or ("Enter" if name == "press" else "")
+    return Action(name=name, args=args)
+
+
+def _holds(page: PageState, bid: str, step: WorkflowStep) -> bool:
+    check = step.post
+    if check is None:
+        return True
+    if check.kind == "url_contains":
+        return check.value in page.url
+    if check.kind == "text_appears":
+        return norm(check.value) in norm(page.text)
+    control = page.snapshot.controls.get(bid) if page.snapshot is not None else None
+    shown = (control.value or "") if control is not None else ""
+    masked = bool(shown) and set(shown) <= {"•", "*"} and len(shown) == len(check.value)  # password fields
+    return masked or norm(shown) == norm(check.value)
+
+
+class SessionBackend:
+    """`StepBackend` on a BrowserGym session: what the steps need of the page, and what each did."""
+
+    def __init__(self, session: BrowserSession, config: ExecutorConfig) -> None:
+        self.session = session
+        self.config = config
+        self.page: PageState | None = None  # the page of the latest snapshot
+        self.shown: PageState | None = None  # the page the current step first saw (its screenshot)
+        self.action: Action | None = None
+        self.note = ""
+
+    def snapshot(self) -> list[Element]:
+        self.page = self.session.observe()
+        if self.shown is None:
+            self.shown = self.page
+        return page_elements(self.page)
+
+    def act(self, element: Element, step: WorkflowStep) -> None:
+        self.action = step_action(step, element.ref)
+        result = self.session.execute(self.action)
+        if result.transient and result.outcome != "ok":
+            time.sleep(0.3)
+            result = self.session.execute(self.action)
+        self.note = result.note
+        if result.outcome == "target_not_found":
+            raise TargetNotFound(result.error)
+        if result.outcome != "ok":
+            raise ActionFailed(result.error, intercepted="intercept" in result.error)
+
+    def verify(self, element: Element, step: WorkflowStep) -> bool:
+        deadline = time.monotonic() + (self.config.verify_timeout_s if step.post is not None else 0)
+        while True:
+            self.page = self.session.observe()
+            if _holds(self.page, element.ref, step):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.1)
+
+    def dismiss_overlay(self) -> None:
+        return None  # `execute_action` already dismissed an intercepting overlay once and retried
+
+
+SubStepRecorder = Callable[[Step, PageState | None], None]
+
+
+def describe_step(step: WorkflowStep) -> str:
+    """``fill [textbox] Username`` : how a feedback line or a trace names a workflow step."""
+    return f"{step.action} {step.target.render()}".strip()
+
+
+def run_workflow(
+    session: BrowserSession,
+    callable_workflow: CallableWorkflow,
+    params: dict[str, str],
+    *,
+    called_by: int,
+    first_index: int,
+    config: ExecutorConfig,
+    record: SubStepRecorder,
+) -> WorkflowCall:
+    """Run the workflow's steps in order on the session's page; each is recorded as a sub-step (index
+    `first_index`, `first_index + 1`...) of the model step `called_by`. Stops at the first failure, or
+    when the page ends the episode."""
+    # Values read off the goal take the workflow's transforms; values the caller gives are typed as given.
+    workflow = instantiate(instantiate(callable_workflow.workflow, callable_workflow.bound), params, transforms=False)
+    call = WorkflowCall(step=called_by, name=workflow.name, params=dict(params), steps_total=len(workflow.steps))
+    for number, wstep in enumerate(workflow.steps):
+        left = PLACEHOLDER.findall(wstep.value) + PLACEHOLDER.findall(wstep.target.label)
+        if left:
+            call.error = f"step {number + 1} ({describe_step(wstep)}): no value for {{{left[0]}}}"
+            break
+        backend = SessionBackend(session, config)
+        started = time.perf_counter()
+        report = execute_step(backend, wstep, step_target(wstep), number, config, lambda _event: None)
+        sub = _sub_step(first_index + number, called_by, workflow.name, wstep, backend, report)
+        sub.timings_ms["execute"] = (time.perf_counter() - started) * 1000
+        record(sub, backend.shown)
+        if not report.ok:
+            call.error = f"step {number + 1} of {call.steps_total} ({describe_step(wstep)}): {report.failure}: {report.error}"
+            break
+        call.steps_run += 1
+        if session.done:
+            break
+    call.completed = call.steps_run == call.steps_total
+    if not call.completed and not call.error:
+        call.error = f"the page ended the episode after step {call.steps_run} of {call.steps_total}"
+    return call
+
+
+def _sub_step(
+    index: int, called_by: int, name: str, wstep: WorkflowStep, backend: SessionBackend, report: StepReport
+) -> Step:
+    shown = backend.shown
+    action = backend.action
+    target = None
+    if action is not None and shown is not None and action.target_id in shown.elements:
+        target = shown.elements[action.target_id]
+    return Step(
+        index=index,
+        url=shown.url if shown is not None else "",
+        observation=shown.text if shown is not None else "",
+        fingerprint=shown.fingerprint if shown is not None else "",
+        thought=wstep.reasoning,
+        action=action.model_dump(mode="json") if action is not None else None,
+        action_str=render_action(action) if action is not None else "",
+        target=target or TargetDesc(role=wstep.target.role, label=wstep.target.label),
+        outcome="ok" if report.ok else _FAILURE_OUTCOME.get(report.failure or "", "action_error"),
+        error=report.error,
+        feedback=backend.note,
+        called_by=called_by,
+        workflow=name,
+        grounding="; ".join(report.grounding) or report.error,
+    )

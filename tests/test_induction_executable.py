@@ -1,0 +1,280 @@
+"""Rule induction for executable workflows: values under a transformation, quoted labels, checks, reasoning.
+
+Each workflow here is induced from one seed and then bound to another seed's goal, the way the
+grounded executor will use it: `bind_parameters` reads the new goal, `instantiate` fills the steps.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from awm.induction.rule import induce_rule, repeats_action
+from awm.memory.workflow import StepCheck, Workflow, bind_parameters, instantiate
+from awm.trajectory import Step, TargetDesc, Task, Trajectory
+
+TEXTBOX = TargetDesc(role="textbox", label="")
+SUBMIT = TargetDesc(role="button", label="Submit")
+
+
+def _traj(
+    tid: str, goal: str, steps: list[tuple[str, dict, TargetDesc | None, str]], scope: str = "miniwob/t"
+) -> Trajectory:
+    """A trajectory from (action name, args, target, thought) tuples."""
+    return Trajectory(
+        trajectory_id=tid,
+        task=Task(task_id=tid, goal=goal, scope=scope, benchmark="miniwob"),
+        steps=[
+            Step(index=i, thought=thought, action={"name": n, "args": a}, target=t)
+            for i, (n, a, t, thought) in enumerate(steps)
+        ],
+    )
+
+
+def _one(*trajectories: Trajectory) -> Workflow:
+    workflows, _ = induce_rule(list(trajectories))
+    assert len(workflows) == 1
+    return workflows[0]
+
+
+def _for_goal(workflow: Workflow, goal: str) -> Workflow:
+    values = bind_parameters(workflow, goal)
+    assert values, f"{workflow.description!r} does not bind {goal!r}"
+    return instantiate(workflow, values)
+
+
+@pytest.mark.parametrize(
+    ("word", "typed", "case", "template", "other", "expected"),
+    [
+        ("myron", "MYRON", "upper", "{textbox|upper}", "kanesha", "KANESHA"),
+        ("MYRON", "myron", "lower", "{textbox|lower}", "Kanesha", "kanesha"),
+    ],
+)
+def test_enter_text_2_value_is_the_goal_word_under_a_case_transform(
+    word: str, typed: str, case: str, template: str, other: str, expected: str
+):
+    goal = f'Enter "{word}" in {case} case letters into the text field and press Submit.'
+    workflow = _one(
+        _traj(
+            "t0",
+            goal,
+            [
+                ("fill", {"bid": "12", "value": typed}, TEXTBOX, f"fill, value='{typed}'"),
+                ("click", {"bid": "14"}, SUBMIT, "fill, press"),
+            ],
+        )
+    )
+    assert [s.value for s in workflow.steps] == [template, ""]
+    assert workflow.parameters == ["textbox"]
+    assert (
+        workflow.description
+        == f'Enter "{{textbox}}" in {case} case letters into the text field and press Submit.'
+    )
+    assert workflow.steps[1].target == SUBMIT  # "Submit" is not quoted: the button stays literal
+    assert [s.reasoning for s in workflow.steps] == ["", ""]  # both thoughts only repeated actions
+    second = _for_goal(
+        workflow, f'Enter "{other}" in {case} case letters into the text field and press Submit.'
+    )
+    assert second.steps[0].value == expected
+    assert second.steps[0].post == StepCheck(kind="value_is", value=expected)
+    assert second.parameters == []
+
+
+def test_trimmed_value_binds_the_quoted_part_and_strips_it():
+    workflow = _one(
+        _traj(
+            "t0",
+            'Type " kanesha " into the box.',
+            [("fill", {"bid": "3", "value": "kanesha"}, TEXTBOX, "I type the name without the spaces.")],
+        )
+    )
+    assert workflow.steps[0].value == "{textbox|strip}"
+    assert workflow.description == 'Type "{textbox}" into the box.'
+    assert _for_goal(workflow, 'Type " myron " into the box.').steps[0].value == "myron"
+    assert _for_goal(workflow, 'Type "myron  " into the box.').steps[0].value == "myron"
+
+
+def test_title_case_value_and_its_reasoning_become_templates():
+    workflow = _one(
+        _traj(
+            "t0",
+            'Enter "myron smith" with each word capitalised.',
+            [
+                (
+                    "fill",
+                    {"bid": "3", "value": "Myron Smith"},
+                    TargetDesc(role="textbox", label="Full name"),
+                    "The goal says myron smith, so I type Myron Smith.",
+                )
+            ],
+        )
+    )
+    assert workflow.steps[0].value == "{full_name|title}"
+    assert workflow.steps[0].reasoning == "The goal says {full_name}, so I type {full_name|title}."
+    second = _for_goal(workflow, 'Enter "ada lovelace" with each word capitalised.')
+    assert second.steps[0].value == "Ada Lovelace"
+    assert second.steps[0].reasoning == "The goal says ada lovelace, so I type Ada Lovelace."
+
+
+def test_quoted_phrase_value_is_a_parameter_and_an_unquoted_key_stays_literal():
+    search = TargetDesc(role="searchbox", label="Search")
+    workflow = _one(
+        _traj(
+            "t0",
+            'Search for "red umbrella" and press Enter.',
+            [
+                ("fill", {"bid": "3", "value": "red umbrella"}, search, "I type the product."),
+                ("press", {"bid": "3", "key_comb": "Enter"}, search, "Then I submit the search."),
+            ],
+        )
+    )
+    assert [s.value for s in workflow.steps] == ["{search}", "Enter"]
+    assert workflow.parameters == ["search"]
+    assert workflow.description == 'Search for "{search}" and press Enter.'
+    assert workflow.steps[1].post is None  # a key press leaves nothing in the field to check
+    assert _for_goal(workflow, 'Search for "blue hat" and press Enter.').steps[0].value == "blue hat"
+
+
+def test_click_link_label_stated_in_the_goal_becomes_a_parameter():
+    link = TargetDesc(role="link", label="Faucibus")
+    workflow = _one(
+        _traj(
+            "t0",
+            'Click on the link "Faucibus".',
+            [("click", {"bid": "7"}, link, "The Faucibus link is in the second paragraph; I click it.")],
+        )
+    )
+    assert workflow.steps[0].target == TargetDesc(role="link", label="{link}")
+    assert workflow.parameters == ["link"]
+    assert workflow.description == 'Click on the link "{link}".'
+    assert workflow.steps[0].post is None  # clicks get no check
+    second = _for_goal(workflow, 'Click on the link "Tortor".')
+    assert second.steps[0].target == TargetDesc(role="link", label="Tortor")
+    assert second.steps[0].reasoning == "The Tortor link is in the second paragraph; I click it."
+
+
+def test_click_links_with_different_labels_are_one_workflow_taught_by_both():
+    workflows, report = induce_rule(
+        [
+            _traj(
+                "a",
+                'Click on the link "Faucibus".',
+                [("click", {"bid": "7"}, TargetDesc(role="link", label="Faucibus"), "")],
+            ),
+            _traj(
+                "b",
+                'Click on the link "Tortor".',
+                [("click", {"bid": "9"}, TargetDesc(role="link", label="Tortor"), "")],
+            ),
+        ]
+    )
+    assert len(workflows) == 1
+    assert workflows[0].provenance.trajectory_ids == ["a", "b"]
+    assert report.groups == {"click Faucibus": ["a", "b"]}
+
+
+def test_button_label_matches_the_quoted_part_whatever_its_case():
+    workflow = _one(_traj("t0", 'Click on the "submit" button.', [("click", {"bid": "4"}, SUBMIT, "")]))
+    assert workflow.steps[0].target.label == "{button}"
+    assert _for_goal(workflow, 'Click on the "Cancel" button.').steps[0].target.label == "Cancel"
+
+
+def test_selected_option_is_a_parameter_with_a_value_check():
+    listbox = TargetDesc(role="combobox", label="")
+    workflow = _one(
+        _traj(
+            "t0",
+            'Select "Arielle" from the list and click Submit.',
+            [
+                (
+                    "select_option",
+                    {"bid": "5", "options": "Arielle"},
+                    listbox,
+                    "select_option, options='Arielle'",
+                ),
+                ("click", {"bid": "6"}, SUBMIT, "click"),
+            ],
+        )
+    )
+    assert workflow.steps[0].value == "{combobox}"
+    assert workflow.steps[0].post == StepCheck(kind="value_is", value="{combobox}")
+    assert [s.reasoning for s in workflow.steps] == ["", ""]
+    second = _for_goal(workflow, 'Select "Deon" from the list and click Submit.')
+    assert second.steps[0].post == StepCheck(kind="value_is", value="Deon")
+
+
+def _login(username: str, password: str) -> Trajectory:
+    goal = (
+        f'Enter the username "{username}" and the password "{password}" into the text fields and press login.'
+    )
+    return _traj(
+        f"login-{username}",
+        goal,
+        [
+            (
+                "fill",
+                {"bid": "16", "value": username},
+                TargetDesc(role="textbox", label="Username"),
+                "Type the username into the Username field",
+            ),
+            (
+                "fill",
+                {"bid": "19", "value": password},
+                TargetDesc(role="textbox", label="Password"),
+                "fill[19]",
+            ),
+            ("click", {"bid": "20"}, TargetDesc(role="button", label="Login"), "click('20')"),
+        ],
+        scope="miniwob/login-user",
+    )
+
+
+def test_login_keeps_the_unquoted_button_literal_and_parameterises_the_credentials():
+    workflow = _one(_login("cierra", "11L"))
+    assert [s.target.label for s in workflow.steps] == ["Username", "Password", "Login"]
+    assert [s.value for s in workflow.steps] == ["{username}", "{password}", ""]
+    assert workflow.parameters == ["username", "password"]
+    assert workflow.description == (
+        'Enter the username "{username}" and the password "{password}" into the text fields and press login.'
+    )
+
+
+def test_fill_steps_check_their_value_and_the_check_instantiates():
+    workflow = _one(_login("cierra", "11L"))
+    assert [s.post for s in workflow.steps] == [
+        StepCheck(kind="value_is", value="{username}"),
+        StepCheck(kind="value_is", value="{password}"),
+        None,
+    ]
+    second = _for_goal(
+        workflow, 'Enter the username "kanesha" and the password "Ux7q" into the text fields and press login.'
+    )
+    assert [s.post.value for s in second.steps[:2]] == ["kanesha", "Ux7q"]
+    assert [s.value for s in second.steps] == ["kanesha", "Ux7q", ""]
+
+
+def test_reasoning_that_only_repeats_the_action_is_dropped_and_sentences_are_kept():
+    workflow = _one(_login("cierra", "11L"))
+    assert [s.reasoning for s in workflow.steps] == ["Type the username into the Username field", "", ""]
+    assert repeats_action("fill, value='MYRON'")
+    assert repeats_action("fill, press")
+    assert repeats_action("click then fill and press")
+    assert not repeats_action("then and then fill")  # more filler than a couple: something is said
+    assert not repeats_action("fill first")
+    assert not repeats_action("I press Enter to submit the form.")
+
+
+def test_one_goal_word_typed_twice_in_two_cases_is_one_parameter():
+    workflow = _one(
+        _traj(
+            "t0",
+            'Enter "myron" into both fields, the second in upper case.',
+            [
+                ("fill", {"bid": "1", "value": "myron"}, TargetDesc(role="textbox", label="First"), ""),
+                ("fill", {"bid": "2", "value": "MYRON"}, TargetDesc(role="textbox", label="Second"), ""),
+            ],
+        )
+    )
+    assert [s.value for s in workflow.steps] == ["{first}", "{first|upper}"]
+    assert workflow.parameters == ["first"]
+    second = _for_goal(workflow, 'Enter "ada" into both fields, the second in upper case.')
+    assert [s.value for s in second.steps] == ["ada", "ADA"]

@@ -1,0 +1,171 @@
+"""Memory across tasks: a prefix scope (``miniwob``) reads the heads of every scope below it, with names
+unique within the view, and the pipeline's view of a task follows the arm's `scope` and `workflows`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from awm.errors import AwmError
+from awm.memory.store import WorkflowStore
+from awm.memory.view import merge_scopes, scopes_under, view_at_head, view_over_prefix
+from awm.memory.workflow import Provenance, Workflow, WorkflowStep
+from awm.pipeline.config import PipelineConfig
+from awm.pipeline.stages import memory_view, read_scope
+from awm.trajectory import TargetDesc, Task
+
+
+def wf(name: str, *labels: str, description: str = "") -> Workflow:
+    """A workflow filling one textbox per label (its abstract signature is the labels)."""
+    return Workflow(
+        name=name,
+        description=description or f"Workflow {name}.",
+        parameters=["x"],
+        steps=[
+            WorkflowStep(
+                reasoning="", action="fill", target=TargetDesc(role="textbox", label=label), value="{x}"
+            )
+            for label in labels or ("Q",)
+        ],
+        provenance=Provenance(mode="rule", trajectory_ids=[f"traj-{name}"]),
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    with WorkflowStore(tmp_path / "memory.sqlite") as s:
+        yield s
+
+
+def task(short: str, benchmark: str = "miniwob") -> Task:
+    return Task(
+        task_id=f"browsergym/{benchmark}.{short}", scope=f"{benchmark}/{short}", benchmark=benchmark, seed=0
+    )
+
+
+def test_prefix_view_collects_the_scopes_below_it_in_sorted_order(store: WorkflowStore) -> None:
+    store.commit("miniwob/login-user", [wf("login", "Username", "Password")], parent=None, author="rule")
+    store.commit(
+        "miniwob/login-user",
+        [wf("login", "Username", "Password"), wf("name", "Name")],
+        parent=1,
+        author="rule",
+    )
+    store.commit("miniwob/enter-text", [wf("enter", "Text")], parent=None, author="rule")
+    store.commit("miniwobx/enter-text", [wf("other", "Other")], parent=None, author="rule")
+    store.commit("webarena/shopping", [wf("shop", "Search")], parent=None, author="rule")
+    view = view_over_prefix(store, "miniwob", k=2, use="executable")
+    assert view.scope == "miniwob" and view.version is None
+    assert view.versions == {"miniwob/enter-text": 1, "miniwob/login-user": 2}
+    assert [w.name for w in view.workflows] == ["enter", "login", "name"]  # enter-text < login-user
+    assert (view.mode, view.k, view.use) == ("topk", 2, "executable")
+    # A trailing slash names the same prefix.
+    assert view_over_prefix(store, "miniwob/").versions == view.versions
+    # The prefix itself is a scope like any other below it.
+    store.commit("miniwob", [wf("shared", "Shared")], parent=None, author="manual")
+    assert list(view_over_prefix(store, "miniwob").versions) == [
+        "miniwob",
+        "miniwob/enter-text",
+        "miniwob/login-user",
+    ]
+
+
+def test_scopes_under_needs_a_slash_after_the_prefix() -> None:
+    scopes = ["miniwobx/a", "miniwob/b", "miniwob", "mini/c", "miniwob/a/deep"]
+    assert scopes_under(scopes, "miniwob") == ["miniwob", "miniwob/a/deep", "miniwob/b"]
+
+
+def test_prefix_view_with_no_scope_is_empty_not_an_error(store: WorkflowStore) -> None:
+    view = view_over_prefix(store, "miniwob")
+    assert view.empty and view.versions == {} and view.version is None and view.scope == "miniwob"
+    with pytest.raises(AwmError, match="prefix"):
+        view_over_prefix(store, "/")
+
+
+def test_equal_signatures_from_two_scopes_keep_the_first() -> None:
+    a = wf("login", "Username", "Password")
+    b = wf("sign in", "username", "PASSWORD", description="Another description.")  # same steps, any case
+    merged = merge_scopes([("miniwob/a", [a]), ("miniwob/b", [b, wf("extra", "Extra")])])
+    assert [w.name for w in merged] == ["login", "extra"]
+    assert merged[0] is a
+
+
+def test_name_clashes_are_renamed_after_the_scope_deterministically() -> None:
+    heads = [
+        ("miniwob/enter-text", [wf("fill", "Text")]),
+        ("miniwob/login-user", [wf("fill", "Username")]),
+        ("miniwob/x/login-user", [wf("fill", "Password")]),
+    ]
+    merged = merge_scopes(heads)
+    assert [w.name for w in merged] == ["fill", "fill (login-user)", "fill (login-user 2)"]
+    assert [w.steps[0].target.label for w in merged] == ["Text", "Username", "Password"]
+    assert merge_scopes(heads) == merged  # same input, same names
+    assert [w.name for w in heads[1][1]] == ["fill"]  # the inputs are not renamed in place
+    assert len({w.name for w in merged}) == len(merged)
+
+
+def test_workflows_without_steps_are_not_merged_by_signature() -> None:
+    merged = merge_scopes([("s/a", [Workflow(name="a")]), ("s/b", [Workflow(name="b")])])
+    assert [w.name for w in merged] == ["a", "b"]
+
+
+class _WordEmbedder:
+    """Bag of two words: enough to rank a login workflow above a text one for a login goal."""
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.array(
+            [[t.lower().count("login"), t.lower().count("text")] for t in texts], dtype=np.float32
+        )
+
+
+def test_prefix_view_selects_top_k_by_the_goal(store: WorkflowStore) -> None:
+    store.commit("miniwob/enter-text", [wf("enter text", "Text")], parent=None, author="rule")
+    store.commit("miniwob/login-user", [wf("login", "Username")], parent=None, author="rule")
+    store.commit("miniwob/other", [wf("other text", "Other")], parent=None, author="rule")
+    view = view_over_prefix(store, "miniwob", k=1)
+    assert [w.name for w in view.select("Login as bob", _WordEmbedder())] == ["login"]
+
+
+def test_the_pipeline_view_follows_scope_and_workflows(store: WorkflowStore) -> None:
+    store.commit("miniwob/login-user", [wf("login", "Username")], parent=None, author="rule")
+    store.commit("miniwob/enter-text", [wf("enter", "Text")], parent=None, author="rule")
+    login = task("login-user")
+    per_task = PipelineConfig(tasks=["login-user"], workflows="executable")
+    assert read_scope(per_task, login) == "miniwob/login-user"
+    view = memory_view(store, per_task, login)
+    assert view == view_at_head(store, "miniwob/login-user", use="executable")
+    assert (view.version, view.use, view.versions) == (1, "executable", {})
+
+    shared = PipelineConfig(tasks=["login-user"], scope="benchmark", k=4)
+    assert read_scope(shared, login) == "miniwob"
+    view = memory_view(store, shared, login)
+    assert (view.scope, view.version, view.mode, view.k, view.use) == ("miniwob", None, "topk", 4, "text")
+    assert view.versions == {"miniwob/enter-text": 1, "miniwob/login-user": 1}
+    assert [w.name for w in view.workflows] == ["enter", "login"]
+
+    fixed = PipelineConfig(
+        tasks=["login-user"], memory="fixed", memory_scope="miniwob/enter-text", scope="benchmark"
+    )
+    assert read_scope(fixed, login) == "miniwob/enter-text"  # a fixed scope wins, as before
+    assert memory_view(store, fixed, login) == view_at_head(store, "miniwob/enter-text")
+
+
+def test_the_context_reads_its_own_store_and_none_without_memory(
+    store: WorkflowStore, tmp_path: Path
+) -> None:
+    from awm.pipeline.stages import PipelineContext
+
+    store.commit("miniwob/login-user", [wf("login", "Username")], parent=None, author="rule")
+    config = PipelineConfig(tasks=["login-user"], scope="benchmark", workflows="executable")
+    unused: dict = dict(
+        settings=None, recorder=None, clients=None, meter=None, env_config=None, harness_config=None
+    )
+    ctx = PipelineContext(config=config, run_dir=tmp_path, store=store, **unused)
+    assert ctx.memory_scope(task("login-user")) == "miniwob"
+    assert ctx.view_for(task("login-user")) == memory_view(store, config, task("login-user"))
+    off = PipelineContext(
+        config=config.model_copy(update={"memory": "off"}), run_dir=tmp_path, store=None, **unused
+    )
+    assert off.view_for(task("login-user")) is None

@@ -1,0 +1,215 @@
+"""Executable workflows: `run_workflow` parsing and grammar, grounding on changed pages, sub-step traces.
+
+Browser tests open fixture pages (served on 127.0.0.1) and MiniWoB++ pages in real Chromium; policies
+answer with action text, so every call goes through the parser like a model's answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from awm.actions import action_grammar, parse_action, render_action
+from awm.assets import configure_runtime_env
+from awm.config import BrowserSettings
+from awm.errors import ActionParseError
+from awm.memory.view import MemoryView
+from awm.memory.workflow import StepCheck, Workflow, WorkflowStep
+from awm.suite.runner import serve_pages
+from awm.trajectory import Step, TargetDesc, Task, Trajectory
+from awm.webarena.env import BrowserSession
+from awm.webarena.harness import HarnessConfig, run_episode
+from awm.webarena.policies import ScriptedPolicy
+from awm.webarena.tasks import resolve_tasks
+from awm.webarena.workflow_run import callable_workflows, catalog, not_executable
+
+PAGES = Path(__file__).parent / "fixtures" / "pages"
+
+SIGN_IN = Workflow(
+    name="sign in",
+    description='Sign in as "{username}" with the password "{password}".',
+    parameters=["username", "password"],
+    steps=[
+        WorkflowStep(
+            action="fill",
+            target=TargetDesc(role="textbox", label="Username"),
+            value="{username}",
+            post=StepCheck(kind="value_is", value="{username}"),
+        ),
+        WorkflowStep(action="fill", target=TargetDesc(role="textbox", label="Password"), value="{password}"),
+        WorkflowStep(
+            action="click",
+            target=TargetDesc(role="button", label="Sign in"),
+            post=StepCheck(kind="text_appears", value="Welcome {username}"),
+        ),
+    ],
+)
+
+
+# --- parsing and grammar (pure) ---------------------------------------------------------------------
+
+CATALOG = {"sign in": ["password"], "search": []}
+
+
+def test_run_workflow_parses_with_its_open_parameters_and_renders_back() -> None:
+    parsed = parse_action("Thought: use it\nrun_workflow('sign in', {'password': 'pw1'})", workflows=CATALOG)
+    assert parsed.action.name == "run_workflow"
+    assert parsed.action.args == {"name": "sign in", "params": {"password": "pw1"}}
+    assert render_action(parsed.action) == "run_workflow('sign in', {'password': 'pw1'})"
+    assert parse_action("run_workflow('search')", workflows=CATALOG).action.args["params"] == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "kind", "words"),
+    [
+        ("run_workflow('log in', {})", "unknown_workflow", "'sign in'"),
+        ("run_workflow('sign in', {'password': 'x', 'user': 'y'})", "bad_argument", "no parameter 'user'"),
+        ("run_workflow('sign in', {})", "wrong_arity", "needs parameter(s) 'password'"),
+        ("run_workflow('search', {'q': 'x'})", "bad_argument", "no parameters"),
+        ("run_workflow('sign in', {'password': open('x')})", "non_literal", "quoted string"),
+    ],
+)
+def test_run_workflow_calls_are_held_to_the_catalog(text: str, kind: str, words: str) -> None:
+    with pytest.raises(ActionParseError) as caught:
+        parse_action(text, workflows=CATALOG)
+    assert caught.value.kind == kind
+    assert words in str(caught.value)
+
+
+def test_run_workflow_is_not_an_action_without_executable_memory() -> None:
+    with pytest.raises(ActionParseError) as caught:
+        parse_action("run_workflow('sign in', {'password': 'x'})")
+    assert caught.value.kind == "unknown_action"
+
+
+def test_grammar_offers_each_workflow_with_exactly_its_keys() -> None:
+    grammar = action_grammar(page_ids=["12"], names=["click"], workflows=CATALOG)
+    assert '"run_workflow(" (wf-1 | wf-2) ")"' in grammar
+    assert "wf-1 ::= \"'sign in', {\" \"'password': \" string \"}\"" in grammar
+    assert "wf-2 ::= \"'search', {}\"" in grammar
+    assert "action ::= click | run-workflow" in grammar
+    assert "run_workflow" not in action_grammar(page_ids=["12"], names=["click"])
+
+
+def test_catalog_leaves_out_what_the_goal_states_and_what_cannot_run() -> None:
+    chatty = Workflow(name="tell", steps=[WorkflowStep(action="send_msg_to_user", value="done")])
+    view = MemoryView(scope="fixtures", workflows=(SIGN_IN, chatty), use="executable")
+    goal = 'Sign in as "ada" with the password "pw1".'
+    callables = callable_workflows(view, goal)
+    assert catalog(callables) == {"sign in": []}
+    assert callables["sign in"].bound == {"username": "ada", "password": "pw1"}
+    assert not_executable(chatty) == "step 1 is 'send_msg_to_user', which acts on no element"
+    assert catalog(callable_workflows(view, "Sign in somehow")) == {"sign in": ["username", "password"]}
+    assert callable_workflows(view.model_copy(update={"use": "text"}), goal) == {}
+
+
+# --- on real pages ---------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def base_url() -> Iterator[str]:
+    with serve_pages(PAGES) as base:
+        yield f"{base}/"
+
+
+@pytest.fixture(scope="module")
+def session() -> Iterator[BrowserSession]:
+    configure_runtime_env()
+    with BrowserSession(BrowserSettings(pre_observation_delay=0.3, slow_mo_ms=0)) as s:
+        yield s
+
+
+def _page_task(base_url: str, page: str) -> Task:
+    return Task(
+        task_id="browsergym/openended",
+        scope=f"fixtures/{page}",
+        benchmark="browsergym",
+        meta={"task_kwargs": {"start_url": f"{base_url}{page}.html", "goal": "Sign in somehow"}},
+    )
+
+
+def _call(session: BrowserSession, task: Task, workflow: Workflow, text: str) -> tuple[Trajectory, list[Step]]:
+    recorded: list[Step] = []
+    policy = ScriptedPolicy([text, "noop()"], memory=MemoryView(scope=task.scope, workflows=(workflow,), use="executable"))
+    trajectory = run_episode(
+        session, policy, task, HarnessConfig(max_steps=2), on_step=lambda _t, step, _png: recorded.append(step)
+    )
+    return trajectory, recorded
+
+
+CALL = "run_workflow('sign in', {'username': 'ada', 'password': 'pw1'})"
+
+
+@pytest.mark.browser
+def test_workflow_runs_as_traced_sub_steps_under_the_calling_step(session: BrowserSession, base_url: str) -> None:
+    trajectory, recorded = _call(session, _page_task(base_url, "wf_signin"), SIGN_IN, CALL)
+    [call] = trajectory.workflow_calls
+    assert call.completed and call.steps_run == 3 and call.params == {"username": "ada", "password": "pw1"}
+    model, *subs = trajectory.steps[:4]
+    assert model.called_by is None and model.action_str == CALL and model.outcome == "ok"
+    assert [s.index for s in subs] == [1, 2, 3] and {s.called_by for s in subs} == {0}
+    assert [s.action["name"] for s in subs] == ["fill", "fill", "click"]  # type: ignore[index]
+    assert subs[0].action["args"]["value"] == "ada"  # type: ignore[index]
+    assert all(s.grounding.startswith("exact (score 100") for s in subs)
+    assert all(s.workflow == "sign in" for s in subs)
+    assert "ran all 3 steps" in model.feedback
+    # recorded as they happened: the sub-steps first, then the step that called them
+    assert [s.index for s in recorded[:4]] == [1, 2, 3, 0]
+    # the next model step comes after the sub-steps, and the workflow did not use up the step budget
+    assert trajectory.steps[4].index == 4 and trajectory.steps[4].called_by is None
+
+
+@pytest.mark.browser
+def test_moved_fields_ground_by_label_not_position(session: BrowserSession, base_url: str) -> None:
+    trajectory, _ = _call(session, _page_task(base_url, "wf_signin_moved"), SIGN_IN, CALL)
+    [call] = trajectory.workflow_calls
+    assert call.completed, call.error
+    user = next(s for s in trajectory.steps if s.called_by == 0 and s.target and s.target.label == "Username")
+    assert user.action["args"]["value"] == "ada"  # type: ignore[index]
+
+
+@pytest.mark.browser
+def test_renamed_button_is_found_by_the_structural_fallback_only_because_it_is_the_only_one(
+    session: BrowserSession, base_url: str
+) -> None:
+    trajectory, _ = _call(session, _page_task(base_url, "wf_signin_renamed"), SIGN_IN, CALL)
+    [call] = trajectory.workflow_calls
+    assert call.completed, call.error
+    click = [s for s in trajectory.steps if s.called_by == 0][-1]
+    assert "only_in_scope" in click.grounding and "Continue" in click.grounding
+
+
+@pytest.mark.browser
+def test_ambiguous_target_stops_the_workflow_and_says_which_step(session: BrowserSession, base_url: str) -> None:
+    trajectory, _ = _call(session, _page_task(base_url, "wf_signin_ambiguous"), SIGN_IN, CALL)
+    [call] = trajectory.workflow_calls
+    assert not call.completed and call.steps_run == 2
+    assert call.error.startswith("step 3 of 3 (click [button] Sign in): target_not_found")
+    model = trajectory.steps[0]
+    assert model.outcome == "action_error"
+    assert "stopped at step 3 of 3" in model.feedback and "continue with single actions" in model.feedback
+    failed = trajectory.steps[3]
+    assert failed.called_by == 0 and failed.outcome == "target_not_found" and failed.action is None
+    assert "equally" in failed.error or "structure does not decide" in failed.error
+    # the model's next step sees the fresh page (after the two fills)
+    assert trajectory.steps[4].called_by is None and "ada" in trajectory.steps[4].observation
+
+
+@pytest.mark.browser
+def test_goal_values_are_bound_and_the_miniwob_reward_sees_the_workflow(session: BrowserSession) -> None:
+    [task] = resolve_tasks("miniwob", "login-user", [1])
+    workflow = Workflow(
+        name="log in",
+        description='Enter the username "{username}" and the password "{password}" into the text fields and press login.',
+        parameters=["username", "password"],
+        steps=[
+            WorkflowStep(action="fill", target=TargetDesc(role="textbox", label="Username"), value="{username}"),
+            WorkflowStep(action="fill", target=TargetDesc(role="textbox", label="Password"), value="{password}"),
+            WorkflowStep(action="click", target=TargetDesc(role="button", label="Login")),
+        ],
+    )
+    trajectory, _ = _call(session, task, workflow, "run_workflow('log in', {})")
+    assert trajectory.end == "done" and trajectory.verdict.raw_reward == 1.0
+    assert len([s for s in trajectory.steps if s.called_by is None]) == 1  # one model step solved it
