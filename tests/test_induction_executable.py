@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 
+from awm.induction.abstraction import abstract_trajectory
 from awm.induction.rule import induce_rule, repeats_action
 from awm.memory.workflow import StepCheck, Workflow, bind_parameters, instantiate
 from awm.trajectory import Step, TargetDesc, Task, Trajectory
@@ -52,7 +53,8 @@ def _for_goal(workflow: Workflow, goal: str) -> Workflow:
 def test_enter_text_2_value_is_the_goal_word_under_a_case_transform(
     word: str, typed: str, case: str, template: str, other: str, expected: str
 ):
-    goal = f'Enter "{word}" in {case} case letters into the text field and press Submit.'
+    # the goal does not name the case as "<case> case" (that makes the case a parameter: next test)
+    goal = f'Enter "{word}" as {case}-cased text into the text field and press Submit.'
     workflow = _one(
         _traj(
             "t0",
@@ -67,12 +69,12 @@ def test_enter_text_2_value_is_the_goal_word_under_a_case_transform(
     assert workflow.parameters == ["textbox"]
     assert (
         workflow.description
-        == f'Enter "{{textbox}}" in {case} case letters into the text field and press Submit.'
+        == f'Enter "{{textbox}}" as {case}-cased text into the text field and press Submit.'
     )
     assert workflow.steps[1].target == SUBMIT  # "Submit" is not quoted: the button stays literal
     assert [s.reasoning for s in workflow.steps] == ["", ""]  # both thoughts only repeated actions
     second = _for_goal(
-        workflow, f'Enter "{other}" in {case} case letters into the text field and press Submit.'
+        workflow, f'Enter "{other}" as {case}-cased text into the text field and press Submit.'
     )
     assert second.steps[0].value == expected
     assert second.steps[0].post == StepCheck(kind="value_is", value=expected)
@@ -274,7 +276,64 @@ def test_one_goal_word_typed_twice_in_two_cases_is_one_parameter():
             ],
         )
     )
-    assert [s.value for s in workflow.steps] == ["{first}", "{first|upper}"]
-    assert workflow.parameters == ["first"]
+    # the goal names the case, so the case is read off the goal too (`{first|case}`)
+    assert [s.value for s in workflow.steps] == ["{first}", "{first|case}"]
+    assert workflow.parameters == ["first", "case"]
     second = _for_goal(workflow, 'Enter "ada" into both fields, the second in upper case.')
     assert [s.value for s in second.steps] == ["ada", "ADA"]
+    lower = _for_goal(workflow, 'Enter "BO" into both fields, the second in lower case.')
+    assert [s.value for s in lower.steps] == ["BO", "bo"]
+
+
+def test_a_state_setting_step_repeated_later_on_the_same_element_is_superseded() -> None:
+    """Fields filled by hand, then filled again by a workflow: the trajectory teaches one fill each."""
+    user, password = TargetDesc(role="textbox", label="Username"), TargetDesc(role="textbox", label="Password")
+    login = TargetDesc(role="button", label="Login")
+    acts = [
+        ("fill", {"bid": "16", "value": "juan"}, user, None),
+        ("fill", {"bid": "19", "value": "Jc"}, password, None),
+        ("fill", {"bid": "16", "value": "juan"}, user, 2),
+        ("fill", {"bid": "19", "value": "Jc"}, password, 2),
+        ("click", {"bid": "20"}, login, 2),
+        ("click", {"bid": "20"}, login, None),
+    ]
+    steps = [
+        Step(index=i, action={"name": n, "args": a}, target=t, called_by=c) for i, (n, a, t, c) in enumerate(acts)
+    ]
+    trajectory = Trajectory(
+        trajectory_id="t",
+        task=Task(task_id="x", goal="g", scope="miniwob/login-user", benchmark="miniwob"),
+        steps=steps,
+    )
+    abstract = abstract_trajectory(trajectory)
+    assert [(s.action, s.label) for s in abstract.steps] == [
+        ("fill", "Username"),
+        ("fill", "Password"),
+        ("click", "Login"),
+        ("click", "Login"),  # clicks are events, not states: both stay
+    ]
+
+
+def test_a_case_the_goal_names_becomes_a_parameter_so_the_next_seed_can_ask_for_the_other() -> None:
+    """enter-text-2: "myron" typed in upper case on one seed; "KANESHA" asked in lower case on the next."""
+    trajectory = Trajectory(
+        trajectory_id="a",
+        task=Task(
+            task_id="x",
+            goal='Type "myron" in all upper case letters in the text input and press Submit.',
+            scope="miniwob/enter-text-2",
+            benchmark="miniwob",
+        ),
+        steps=[
+            Step(index=0, action={"name": "fill", "args": {"bid": "14", "value": "MYRON"}}, target=TargetDesc(role="textbox")),
+            Step(index=1, action={"name": "click", "args": {"bid": "15"}}, target=TargetDesc(role="button", label="Submit")),
+        ],
+    )
+    [workflow], _ = induce_rule([trajectory])
+    assert workflow.description == 'Type "{textbox}" in all {case} case letters in the text input and press Submit.'
+    assert workflow.steps[0].value == "{textbox|case}"
+    lower = 'Type "KANESHA" in all lower case letters in the text input and press Submit.'
+    filled = instantiate(workflow, bind_parameters(workflow, lower))
+    assert filled.steps[0].value == "kanesha" and filled.steps[0].post == StepCheck(kind="value_is", value="kanesha")
+    same = instantiate(workflow, bind_parameters(workflow, trajectory.task.goal))
+    assert same.steps[0].value == "MYRON"

@@ -171,10 +171,37 @@ def abstract_step(step: Step, *, where: str = "") -> AbstractStep | None:
     )
 
 
+def superseded(steps: list[Step]) -> set[int]:
+    """Indexes of state-setting steps (fill, select, check...) that a later successful step of the same
+    action on the same element (same id: ids hold within one episode) repeats: the later one decides
+    the state. Why: an episode that filled two fields and then ran a workflow that fills them again
+    taught 'fill, fill, fill, fill, click' as a second workflow."""
+    from awm.actions import ACTION_SETS
+
+    browser = ACTION_SETS["browser"]
+    seen: set[tuple[str, str]] = set()
+    out: set[int] = set()
+    for step in reversed(steps):
+        if step.outcome != "ok" or step.action is None:
+            continue
+        name, args = step.action.get("name"), step.action.get("args") or {}
+        spec = browser.get(name) if isinstance(name, str) else None
+        if spec is None or not spec.sets_state or not isinstance(args, dict) or "bid" not in args:
+            continue
+        key = (str(name), str(args["bid"]))
+        if key in seen:
+            out.add(step.index)
+        seen.add(key)
+    return out
+
+
 def abstract_trajectory(trajectory: Trajectory) -> AbstractTrajectory:
-    """Reduce a trajectory to its executed, successful steps without element ids."""
+    """Reduce a trajectory to its executed, successful steps without element ids (superseded
+    state-setting steps dropped, see `superseded`)."""
     where = f"trajectory {trajectory.trajectory_id}: "
-    steps = tuple(s for s in (abstract_step(step, where=where) for step in trajectory.steps) if s is not None)
+    dropped = superseded(trajectory.steps)
+    found = (abstract_step(step, where=where) for step in trajectory.steps if step.index not in dropped)
+    steps = tuple(s for s in found if s is not None)
     return AbstractTrajectory(
         trajectory_id=trajectory.trajectory_id,
         scope=trajectory.task.scope,

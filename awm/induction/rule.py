@@ -45,7 +45,15 @@ from awm.induction.abstraction import (
     abstract_trajectory,
     normalise,
 )
-from awm.memory.workflow import TRANSFORMS, Provenance, StepCheck, Workflow, WorkflowStep
+from awm.memory.workflow import (
+    CASE_PARAMETER,
+    CASE_WORDS,
+    TRANSFORMS,
+    Provenance,
+    StepCheck,
+    Workflow,
+    WorkflowStep,
+)
 from awm.trajectory import Trajectory
 
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -211,12 +219,29 @@ def _plan_steps(members: Sequence[AbstractTrajectory]) -> list[_StepPlan]:
         key = ("goal", stated.parts) if stated else ("value", tuple(values))
         name = name_for(key, base)
         plan.value = stated.template(name) if stated else "{" + name + "}"
+        if stated is not None and _case_named_by_goals(stated.transform, goals) and (
+            CASE_PARAMETER not in used or by_key.get(("case",)) == CASE_PARAMETER
+        ):
+            # The goal names the case ("in all upper case letters"): the case is a parameter too, so
+            # a seed that asks for lower case binds it, and the value follows (`{name|case}`).
+            name_for(("case",), CASE_PARAMETER)
+            plan.value = "{" + name + "|" + CASE_PARAMETER + "}"
+            plan.goal_parts.append((stated.transform, CASE_PARAMETER))
+            plan.names.append(CASE_PARAMETER)
         part = stated.parts[0] if stated else step.value
         plan.goal_parts.append((part, name))
         plan.thought_parts += [(step.value, plan.value), (part, "{" + name + "}")]
         plan.names.append(name)
         plans.append(plan)
     return plans
+
+
+def _case_named_by_goals(transform: str, goals: Sequence[str]) -> bool:
+    """Whether every goal names the case transform as a word (``upper`` in "in all upper case letters")."""
+    if transform not in CASE_WORDS:
+        return False
+    word = re.compile(r"(?<!\w)" + transform + r"(?=\s+case\b)", re.IGNORECASE)
+    return all(word.search(goal) for goal in goals)
 
 
 def _substitute(text: str, replacements: Sequence[tuple[str, str]], *, quoted: Sequence[str] = ()) -> str:

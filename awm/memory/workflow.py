@@ -14,9 +14,12 @@ InductionMode = Literal["neural", "rule", "import", "manual"]
 
 # ``{name}`` or ``{name|transform}``: group 1 is the name (so ``findall`` returns names). A transform
 # applies to a value bound from the goal (see `instantiate`): the goal says "myron", the field wants
-# "MYRON" -> ``{text|upper}``.
-PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)(?:\|(?:lower|upper|strip|title))?\}")
-_PLACEHOLDER_PARTS = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)(?:\|(lower|upper|strip|title))?\}")
+# "MYRON" -> ``{text|upper}``. ``{text|case}`` takes the transform from the goal too: the value of the
+# parameter ``case`` (enter-text-2 says "in all upper case letters" on one seed, "lower" on the next).
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)(?:\|(?:lower|upper|strip|title|case))?\}")
+_PLACEHOLDER_PARTS = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)(?:\|(lower|upper|strip|title|case))?\}")
+CASE_PARAMETER = "case"
+CASE_WORDS = ("upper", "lower")
 Transform = Literal["lower", "upper", "strip", "title"]
 TRANSFORMS: dict[str, Callable[[str], str]] = {
     "lower": str.lower,
@@ -129,7 +132,12 @@ def fill_placeholders(text: str, values: dict[str, str], *, transforms: bool = T
         if name not in values:
             return match.group(0)
         value = values[name]
-        return TRANSFORMS[transform](value) if transform and transforms else value
+        if not transform or not transforms:
+            return value
+        if transform == CASE_PARAMETER:
+            named = values.get(CASE_PARAMETER, "").strip().lower()
+            return TRANSFORMS[named](value) if named in CASE_WORDS else value
+        return TRANSFORMS[transform](value)
 
     return _PLACEHOLDER_PARTS.sub(one, text)
 

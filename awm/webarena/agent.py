@@ -149,6 +149,7 @@ class LLMAgent:
             url=page.url,
             feedback=_fresh_feedback(ctx),
             retry_error=ctx.retry_error or "",
+            runnable=bool(shown_calls),
         )
         # PromptTooLargeError propagates: the harness ends the episode as `context_overflow`.
         fitted = fit_prompt(

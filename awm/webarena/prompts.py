@@ -29,6 +29,7 @@ SYSTEM_INTRO = (
     "nothing else."
 )
 MEMORY_HEADER = "## Workflows that solved similar tasks (adapt their values to this goal)"
+RUNNABLE_HEADER = "## Workflows you can run (one action does all of a workflow's steps)"
 HISTORY_HEADER = "## Previous steps"
 MAX_HISTORY_FIELD_CHARS = 300
 
@@ -43,14 +44,15 @@ WORKFLOW_ACTION_TEXT = (
     "typed). It does all of the workflow's steps in one action: when a workflow below fits the goal, "
     "call it as your first action instead of doing its steps one by one."
 )
+CALL_LEAD = "Reply with this action to do it all: "
 
 
 def system_text(action_names: Collection[str] | None = None, *, workflows: bool = False) -> str:
-    """Fixed instructions plus the action list (with `run_workflow` when the episode's memory holds
-    workflows it can call); the same string on every step of an episode."""
+    """Fixed instructions plus the action list (`run_workflow` first when the episode's memory holds
+    workflows it can call: listed last, the 1.5B model never chose it); the same string on every step."""
     actions = describe_actions("browser", names=action_names)
     if workflows:
-        actions += "\n" + WORKFLOW_ACTION_TEXT
+        actions = WORKFLOW_ACTION_TEXT + "\n" + actions
     return f"{SYSTEM_INTRO}\n\n## Actions\n{actions}"
 
 
@@ -61,18 +63,19 @@ def memory_texts(
 
     Placeholders whose values can be read off this goal (`bind_parameters`) are filled in: a small
     model copies ``{username}`` literally instead of substituting it. A workflow the agent can call
-    (`calls`: name -> the call text) shows the call right under its description. The goal is fixed
+    (`calls`: name -> the call text) shows its description and the call only. The goal is fixed
     for an episode, so the text stays byte-identical across its steps (prefix cache).
     """
     out = []
     for workflow in workflows:
-        text = render_workflow(instantiate(workflow, bind_parameters(workflow, goal)), style="webarena")
+        filled = instantiate(workflow, bind_parameters(workflow, goal))
         call = (calls or {}).get(workflow.name)
         if call:
-            head, _, rest = text.partition("\n")
-            description, _, steps = rest.partition("\n")
-            text = f"{head}\n{description}\nCall it: {call}\n{steps}".rstrip()
-        out.append(text)
+            # Only the call: shown the steps as actions, the 1.5B model copied the first one instead of
+            # calling the workflow (measured on login-user: it filled the field, then called it).
+            out.append(f"## {workflow.name}\n{' '.join(filled.description.split())}\n{CALL_LEAD}{call}")
+        else:
+            out.append(render_workflow(filled, style="webarena"))
     return out
 
 
@@ -133,8 +136,10 @@ def build_parts(
     url: str = "",
     feedback: str = "",
     retry_error: str = "",
+    runnable: bool = False,
 ) -> PromptParts:
-    """Everything one step wants to say, before `fit_prompt` shrinks it to the context window."""
+    """Everything one step wants to say, before `fit_prompt` shrinks it to the context window.
+    `runnable`: the memory offers workflows to call (`run_workflow`), not text to adapt."""
     return PromptParts(
         system=system,
         memory=list(memory),
@@ -142,7 +147,7 @@ def build_parts(
         # A workflow's sub-steps stay out: the calling step's result says how far it ran.
         history=[history_entry(s) for s in history if s.called_by is None],
         observation=observation_text(page_text, url, feedback=feedback, retry_error=retry_error),
-        memory_header=MEMORY_HEADER,
+        memory_header=RUNNABLE_HEADER if runnable else MEMORY_HEADER,
         history_header=HISTORY_HEADER,
     )
 
