@@ -37,6 +37,7 @@ def _mount() -> None:
     from awm.pipeline.mind2web_run import register_run as register_mind2web_run
     from awm.pipeline.replay_cli import register as register_replay
     from awm.pipeline.run_cli import register as register_run
+    from awm.rails_cli import app as rails_app
     from awm.suite.commands import app as suite_app
     from awm.traces.commands import app as traces_app
 
@@ -54,6 +55,7 @@ def _mount() -> None:
     app.add_typer(suite_app, name="suite")
     app.add_typer(llm_app, name="llm")
     app.add_typer(actions_app, name="actions")
+    app.add_typer(rails_app, name="rails")
     show_help_literally(app)
 
 

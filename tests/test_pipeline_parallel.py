@@ -158,3 +158,17 @@ def test_ray_backend_without_ray_says_how_to_install_it_and_exits_2(tmp_path: Pa
     assert "pip install 'awm[ray]'" in done.stderr
     assert "Traceback" not in done.stderr
     assert not (tmp_path / "out" / "arms").exists()  # refused before anything ran
+
+
+def test_screenshots_follow_step_indexes_not_the_order_steps_were_recorded() -> None:
+    """A run_workflow step is recorded after its sub-steps; its screenshot must still be its own."""
+    from awm.pipeline.parallel import _Screenshots
+    from awm.trajectory import Step, Task, Trajectory
+
+    task = Task(task_id="t", scope="s", benchmark="miniwob")
+    steps = [Step(index=0), Step(index=1, called_by=0), Step(index=2, called_by=0)]
+    trajectory = Trajectory(trajectory_id="x", task=task, steps=steps)
+    collect = _Screenshots()
+    for step, png in ((steps[1], b"sub1"), (steps[2], b"sub2"), (steps[0], b"call")):
+        collect(trajectory, step, png)
+    assert collect.aligned(trajectory) == [b"call", b"sub1", b"sub2"]

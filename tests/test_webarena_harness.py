@@ -10,8 +10,6 @@ import io
 import os
 import re
 import signal
-from collections.abc import Iterator
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,7 +17,6 @@ from PIL import Image
 
 from awm.config import BrowserSettings
 from awm.errors import PromptTooLargeError
-from awm.suite.runner import serve_pages
 from awm.trajectory import Step, Task, Trajectory
 from awm.webarena.env import BrowserSession
 from awm.webarena.harness import Decision, DecisionContext, HarnessConfig, run_episode
@@ -27,19 +24,6 @@ from awm.webarena.policies import MiniWobScriptedPolicy, ScriptedPolicy
 
 pytestmark = pytest.mark.browser
 
-PAGES = Path(__file__).parent / "fixtures" / "pages"
-
-
-@pytest.fixture(scope="module")
-def base_url() -> Iterator[str]:
-    with serve_pages(PAGES) as base:
-        yield f"{base}/"
-
-
-@pytest.fixture(scope="module")
-def session() -> Iterator[BrowserSession]:
-    with BrowserSession(BrowserSettings(pre_observation_delay=0.3, slow_mo_ms=0)) as s:
-        yield s
 
 
 def fixture_task(base_url: str, page: str) -> Task:

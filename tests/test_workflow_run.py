@@ -6,26 +6,18 @@ answer with action text, so every call goes through the parser like a model's an
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 
 from awm.actions import action_grammar, parse_action, render_action
-from awm.assets import configure_runtime_env
-from awm.config import BrowserSettings
 from awm.errors import ActionParseError
 from awm.memory.view import MemoryView
 from awm.memory.workflow import StepCheck, Workflow, WorkflowStep
-from awm.suite.runner import serve_pages
 from awm.trajectory import Step, TargetDesc, Task, Trajectory
 from awm.webarena.env import BrowserSession
 from awm.webarena.harness import HarnessConfig, run_episode
 from awm.webarena.policies import ScriptedPolicy
 from awm.webarena.tasks import resolve_tasks
 from awm.webarena.workflow_run import callable_workflows, catalog, not_executable
-
-PAGES = Path(__file__).parent / "fixtures" / "pages"
 
 SIGN_IN = Workflow(
     name="sign in",
@@ -106,19 +98,6 @@ def test_catalog_leaves_out_what_the_goal_states_and_what_cannot_run() -> None:
 
 
 # --- on real pages ---------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def base_url() -> Iterator[str]:
-    with serve_pages(PAGES) as base:
-        yield f"{base}/"
-
-
-@pytest.fixture(scope="module")
-def session() -> Iterator[BrowserSession]:
-    configure_runtime_env()
-    with BrowserSession(BrowserSettings(pre_observation_delay=0.3, slow_mo_ms=0)) as s:
-        yield s
 
 
 def _page_task(base_url: str, page: str) -> Task:

@@ -185,14 +185,19 @@ def killed_trajectory(job: EpisodeJob, *, seconds: float, reason: str, backend: 
     )
 
 
-def _screenshot_collector() -> tuple[list[bytes | None], StepCallback]:
-    """A list and the step callback that fills it with each step's screenshot."""
-    shots: list[bytes | None] = []
+class _Screenshots:
+    """The step callback that keeps each step's screenshot by step index, and the list of them in the
+    trajectory's step order. By index, not by call order: a `run_workflow` step is recorded after the
+    sub-steps it called, which come after it in the trajectory."""
 
-    def on_step(_trajectory: Trajectory, _step: Step, png: bytes | None) -> None:
-        shots.append(png)
+    def __init__(self) -> None:
+        self.by_index: dict[int, bytes | None] = {}
 
-    return shots, on_step
+    def __call__(self, _trajectory: Trajectory, step: Step, png: bytes | None) -> None:
+        self.by_index[step.index] = png
+
+    def aligned(self, trajectory: Trajectory) -> list[bytes | None]:
+        return [self.by_index.get(step.index) for step in trajectory.steps]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -224,8 +229,9 @@ def _run_in_process(
                 trajectory = solve_job(session, job, factory, harness_config, live)
                 shots: list[bytes | None] = [None] * len(trajectory.steps)
             else:
-                shots, collect = _screenshot_collector()
+                collect = _Screenshots()
                 trajectory = solve_job(session, job, factory, harness_config, collect)
+                shots = collect.aligned(trajectory)
             on_result(job, trajectory, shots)
             queue.extend(source.ready())
 
@@ -252,10 +258,10 @@ def _local_worker_main(
             if message is None:
                 return
             try:
-                shots, on_step = _screenshot_collector()
+                collect = _Screenshots()
                 job = EpisodeJob.model_validate_json(message)
-                trajectory = solve_job(session, job, factory, harness_config, on_step)
-                conn.send(("done", trajectory.to_json(), shots))
+                trajectory = solve_job(session, job, factory, harness_config, collect)
+                conn.send(("done", trajectory.to_json(), collect.aligned(trajectory)))
             except Exception:  # a bug: the driver stops the run and shows this traceback
                 conn.send(("bug", traceback.format_exc(), None))
                 return
@@ -467,12 +473,12 @@ def _ray_solve(
         _RAY_WORKER.update(
             env_json=env_json, session=BrowserSession(BrowserSettings.model_validate_json(env_json))
         )
-    shots, on_step = _screenshot_collector()
+    collect = _Screenshots()
     job = EpisodeJob.model_validate_json(job_json)
     trajectory = solve_job(
-        _RAY_WORKER["session"], job, factory, HarnessConfig.model_validate_json(harness_json), on_step
+        _RAY_WORKER["session"], job, factory, HarnessConfig.model_validate_json(harness_json), collect
     )
-    return trajectory.to_json(), shots
+    return trajectory.to_json(), collect.aligned(trajectory)
 
 
 def _run_ray(
