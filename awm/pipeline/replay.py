@@ -12,7 +12,6 @@ traced like any episode: each grounded step is a sub-step with its grounding rul
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -35,7 +34,6 @@ if TYPE_CHECKING:
     from awm.pipeline.config import PipelineConfig
 
 REPLAYS_DIR = "replays"
-_WHOLE = re.compile(r"^\{([A-Za-z_][A-Za-z0-9_-]*)(?:\|[a-z]+)?\}$")
 
 
 class ReplayResult(BaseModel):
@@ -64,7 +62,7 @@ def replay_values(workflow: Workflow, source: Trajectory) -> dict[str, str]:
             continue
         cursor = match + 1
         for template, actual in ((wstep.value, steps[match].value), (wstep.target.label, steps[match].label)):
-            whole = _WHOLE.match(template.strip())
+            whole = PLACEHOLDER.fullmatch(template.strip())
             if whole and whole.group(1) in wanted:
                 values.setdefault(whole.group(1), actual)
     return {name: values[name] for name in wanted if name in values}

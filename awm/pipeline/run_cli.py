@@ -176,10 +176,11 @@ def validate_memory(memory: str, settings: Settings) -> None:
     if memory == "auto":
         return
     from awm.memory.store import WorkflowStore
+    from awm.memory.view import scopes_under
 
     with WorkflowStore(db) as store:
         scopes = store.scopes()
-    if memory not in scopes and not any(s.startswith(memory.rstrip("/") + "/") for s in scopes):
+    if not scopes_under(scopes, memory):  # the scope itself, or a prefix of scopes below it
         known = ", ".join(scopes[:10]) or "none"
         raise ConfigError(
             f"--memory {memory}: no such scope (nor scopes below it) in {db} (known scopes: {known})"

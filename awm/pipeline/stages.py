@@ -145,10 +145,9 @@ def read_scope(config: PipelineConfig, task: Task) -> str:
 def is_prefix_scope(store: WorkflowStore, scope: str) -> bool:
     """A name with no head of its own but scopes below it (``miniwob`` over ``miniwob/login-user``): a
     fixed `memory_scope` (`awm run --memory miniwob`) then reads them all, as a benchmark-wide arm does."""
-    if store.head_version(scope) is not None:
-        return False
-    below = scope.rstrip("/") + "/"
-    return any(s.startswith(below) for s in store.scopes())
+    from awm.memory.view import scopes_under
+
+    return store.head_version(scope) is None and bool(scopes_under(store.scopes(), scope))
 
 
 def memory_view(store: WorkflowStore, config: PipelineConfig, task: Task) -> MemoryView:

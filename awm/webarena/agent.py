@@ -22,7 +22,7 @@ from awm.llm.base import ChatRequest, LLMClient
 from awm.tokens import TokenCounter, fit_prompt
 from awm.webarena import prompts
 from awm.webarena.harness import Decision, DecisionContext, page_targets
-from awm.webarena.workflow_run import call_text, callable_workflows, catalog
+from awm.webarena.workflow_run import CallableWorkflow, call_text, callable_workflows, catalog
 
 if TYPE_CHECKING:
     from awm.memory.embeddings import Embedder
@@ -119,6 +119,7 @@ class LLMAgent:
         self.memory = memory
         self._embedder = embedder
         self._shown: tuple[str, list[Workflow]] | None = None  # (goal, workflows) picked for it
+        self._callables: tuple[str, dict[str, CallableWorkflow]] | None = None  # (goal, bound once)
 
     def _workflows_for(self, goal: str) -> list[Workflow]:
         if self.memory is None or self.memory.empty:
@@ -126,6 +127,12 @@ class LLMAgent:
         if self._shown is None or self._shown[0] != goal:  # one pick per episode (per goal)
             self._shown = (goal, self.memory.select(goal, self._embedder))
         return self._shown[1]
+
+    def _callables_for(self, goal: str) -> dict[str, CallableWorkflow]:
+        """The view's callable workflows with their values bound from `goal`: once per episode (goal)."""
+        if self._callables is None or self._callables[0] != goal:
+            self._callables = (goal, callable_workflows(self.memory, goal))
+        return self._callables[1]
 
     # -- one step ----------------------------------------------------------------------------------
 
@@ -138,7 +145,7 @@ class LLMAgent:
         goal = page.goal or ctx.task.goal
         names = prompts.action_names_for(ctx.task)
         workflows = self._workflows_for(goal)
-        callables = callable_workflows(self.memory, goal)
+        callables = self._callables_for(goal)
         shown_calls = {w.name: call_text(callables[w.name]) for w in workflows if w.name in callables}
         parts = prompts.build_parts(
             system=prompts.system_text(names, workflows=bool(shown_calls)),

@@ -18,6 +18,12 @@ from awm.webarena.observation import Line, Observation
 NO_CHANGE = "no detectable change"
 
 
+def shows_masked(shown: str, value: str) -> bool:
+    """Whether a field's shown value is `value` as Chromium shows a password field: one bullet per
+    character (the accessibility tree never holds a password's text)."""
+    return bool(shown) and set(shown) == {"•"} and len(shown) == len(value)
+
+
 class ControlState(BaseModel):
     """The user-visible state of one element: what it is, its value and its flags."""
 

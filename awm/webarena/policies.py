@@ -13,6 +13,7 @@ from awm.actions import Action, render_action
 from awm.memory.view import MemoryView
 from awm.memory.workflow import Workflow
 from awm.webarena.env import PageState
+from awm.webarena.fingerprint import shows_masked
 from awm.webarena.harness import Decision, DecisionContext
 
 _QUOTED = re.compile(r'"([^"]*)"')
@@ -66,8 +67,7 @@ def _fill_then_click(page: PageState, fields: list[tuple[str | None, str]], butt
         if bid is None:
             return Decision(text=f"report_infeasible('no text field labelled {label or ''}')")
         shown = _value(page, bid)
-        masked = bool(shown) and set(shown) == {"•"} and len(shown) == len(value)  # password fields
-        if shown != value and not masked:
+        if shown != value and not shows_masked(shown, value):
             return _say(
                 f"fill the {label or 'text'} field", Action(name="fill", args={"bid": bid, "value": value})
             )

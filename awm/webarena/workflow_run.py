@@ -24,9 +24,10 @@ from awm.grounding.ground import norm
 from awm.grounding.model import Target
 from awm.grounding.snapshot import Element
 from awm.memory.view import MemoryView
-from awm.memory.workflow import PLACEHOLDER, Workflow, WorkflowStep, bind_parameters, instantiate
+from awm.memory.workflow import Workflow, WorkflowStep, bind_parameters, instantiate
 from awm.trajectory import Step, StepOutcome, TargetDesc, WorkflowCall
 from awm.webarena.env import BrowserSession, PageState
+from awm.webarena.fingerprint import shows_masked
 
 # Workflow actions the executor can run, with the browser action each becomes (Mind2Web's names too,
 # so an imported Mind2Web workflow runs on a live page).
@@ -151,8 +152,7 @@ def _holds(page: PageState, bid: str, step: WorkflowStep) -> bool:
         return norm(check.value) in norm(page.text)
     control = page.snapshot.controls.get(bid) if page.snapshot is not None else None
     shown = (control.value or "") if control is not None else ""
-    masked = bool(shown) and set(shown) <= {"•", "*"} and len(shown) == len(check.value)  # password fields
-    return masked or norm(shown) == norm(check.value)
+    return shows_masked(shown, check.value) or norm(shown) == norm(check.value)
 
 
 class SessionBackend:
@@ -223,7 +223,7 @@ def run_workflow(
     workflow = instantiate(instantiate(callable_workflow.workflow, callable_workflow.bound), params, transforms=False)
     call = WorkflowCall(step=called_by, name=workflow.name, params=dict(params), steps_total=len(workflow.steps))
     for number, wstep in enumerate(workflow.steps):
-        left = PLACEHOLDER.findall(wstep.value) + PLACEHOLDER.findall(wstep.target.label)
+        left = wstep.placeholders()
         if left:
             call.error = f"step {number + 1} ({describe_step(wstep)}): no value for {{{left[0]}}}"
             break
