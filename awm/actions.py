@@ -90,6 +90,10 @@ _BID = ArgSpec("bid", "id")
 # MiniWoB++ pages are one tab with no answer box: tab, URL and chat actions only add prompt tokens
 # and ways to go wrong, so only the actions marked with it are offered there.
 _MINIWOB = frozenset({"miniwob"})
+# A live page (a user-named URL): the page actions a small model uses well, plus the two ways it ends the
+# task itself (the answer/finish message, or saying the site cannot do it); no tabs, URLs or waiting.
+_LIVE_PAGE = frozenset({"miniwob", "live"})
+_LIVE_END = frozenset({"live"})
 
 
 def _browser(
@@ -113,7 +117,7 @@ BROWSER_ACTIONS: tuple[ActionSpec, ...] = (
         (_BID, ArgSpec("button", "str", False, "left", ("left", "middle", "right"))),
         "click an element",
         needs_interactable=True,
-        benchmarks=_MINIWOB,
+        benchmarks=_LIVE_PAGE,
     ),
     _browser("dblclick", (_BID,), "double-click an element", needs_interactable=True, benchmarks=_MINIWOB),
     _browser(
@@ -131,7 +135,7 @@ BROWSER_ACTIONS: tuple[ActionSpec, ...] = (
         value="Seattle",
         sets_state=True,
         needs_interactable=True,
-        benchmarks=_MINIWOB,
+        benchmarks=_LIVE_PAGE,
     ),
     _browser(
         "clear",
@@ -148,7 +152,7 @@ BROWSER_ACTIONS: tuple[ActionSpec, ...] = (
         options="Blue",
         sets_state=True,
         needs_interactable=True,
-        benchmarks=_MINIWOB,
+        benchmarks=_LIVE_PAGE,
     ),
     _browser(
         "check",
@@ -156,7 +160,7 @@ BROWSER_ACTIONS: tuple[ActionSpec, ...] = (
         "make sure a checkbox or radio button is checked",
         sets_state=True,
         needs_interactable=True,
-        benchmarks=_MINIWOB,
+        benchmarks=_LIVE_PAGE,
     ),
     _browser(
         "uncheck",
@@ -164,14 +168,14 @@ BROWSER_ACTIONS: tuple[ActionSpec, ...] = (
         "make sure a checkbox is unchecked",
         sets_state=True,
         needs_interactable=True,
-        benchmarks=_MINIWOB,
+        benchmarks=_LIVE_PAGE,
     ),
     _browser(
         "press",
         (_BID, ArgSpec("key_comb", "str")),
         "focus an element and press keys such as 'Enter' or 'Control+a'",
         key_comb="Enter",
-        benchmarks=_MINIWOB,
+        benchmarks=_LIVE_PAGE,
     ),
     _browser("focus", (_BID,), "focus an element", sets_state=True, benchmarks=_MINIWOB),
     _browser(
@@ -180,9 +184,9 @@ BROWSER_ACTIONS: tuple[ActionSpec, ...] = (
         "scroll the page by pixels (positive: right/down)",
         delta_x=0,
         delta_y=300,
-        benchmarks=_MINIWOB,
+        benchmarks=_LIVE_PAGE,
     ),
-    _browser("go_back", (), "go back to the previous page"),
+    _browser("go_back", (), "go back to the previous page", benchmarks=_LIVE_END),
     _browser("go_forward", (), "go forward to the next page"),
     _browser("goto", (ArgSpec("url", "str"),), "open a URL", url="https://example.com"),
     _browser("new_tab", (), "open a new tab"),
@@ -192,13 +196,13 @@ BROWSER_ACTIONS: tuple[ActionSpec, ...] = (
         "send_msg_to_user",
         (ArgSpec("text", "str"),),
         "send a message to the user, e.g. the answer to their question",
-        text="The cheapest flight is $120.",
+        benchmarks=_LIVE_END,
     ),
     _browser(
         "report_infeasible",
         (ArgSpec("reason", "str"),),
         "say the task cannot be done, and why",
-        reason="There is no login form.",
+        benchmarks=_LIVE_END,
     ),
     _browser("noop", (ArgSpec("wait_ms", "float", False, 1000),), "do nothing and wait", wait_ms=500),
 )
@@ -582,7 +586,9 @@ def describe_actions(action_set: ActionSetName = "browser", names: Collection[st
         extra = ""
         if spec.name == "click":
             extra = "; button: 'left', 'middle' or 'right'"
-        example = f" Example: {_example(spec, action_set)}" if spec.args else ""  # else the signature is one
+        # No example without arguments (the signature is one) or for free text: a small model sends an
+        # example's sentence as its own answer (measured: "The cheapest flight is $120." on a FAQ page).
+        example = f" Example: {_example(spec, action_set)}" if spec.args and spec.example else ""
         lines.append(f"{sig}: {spec.description}{extra}.{example}")
     return "\n".join(lines)
 

@@ -96,6 +96,39 @@ class AgentSettings(BaseModel):
     role_aware: bool = True
 
 
+# Hard ceilings of a live run (`awm run --url`, the live page): the `[browser.rails]` settings may lower
+# them, nothing a user types raises them.
+LIVE_MAX_STEPS = 50
+LIVE_MAX_SECONDS = 1800.0
+DEFAULT_SENSITIVE_FIELDS = ("email", "e-mail", "phone", "mobile", "address", "birth", "ssn", "passport")
+DEFAULT_SENSITIVE_CLICKS = (
+    "buy", "pay", "order", "delete", "remove", "send", "transfer", "confirm", "purchase", "checkout",
+)  # fmt: skip
+ConfirmMode = Literal["deny", "terminal"]
+
+
+class RailsSettings(BaseModel):
+    """The rails of live runs on user-named pages (DESIGN.md section 9); benchmark tasks do not use them.
+
+    `allow_hosts` names hosts let through the address rules (how tests reach 127.0.0.1); nothing else
+    relaxes the rails. `confirm` says who answers the confirmation gate: `deny` (no person: every
+    sensitive action is refused and the model told so) or `terminal` (y/n on the terminal, default no,
+    `confirm_timeout_s` without an answer denies). `max_steps`/`max_seconds` are the live run's budgets,
+    at most LIVE_MAX_STEPS / LIVE_MAX_SECONDS; `--max-steps` may lower the step budget, never raise it.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    allow_hosts: list[str] = Field(default_factory=list)
+    confirm: ConfirmMode = "deny"
+    confirm_timeout_s: float = Field(default=60.0, gt=0, le=600)
+    sensitive_fields: list[str] = Field(default_factory=lambda: list(DEFAULT_SENSITIVE_FIELDS))
+    sensitive_clicks: list[str] = Field(default_factory=lambda: list(DEFAULT_SENSITIVE_CLICKS))
+    max_steps: int = Field(default=15, ge=1, le=LIVE_MAX_STEPS)
+    max_seconds: float = Field(default=600.0, gt=0, le=LIVE_MAX_SECONDS)
+    confirm_dir: Path | None = None  # where the terminal gate saves the screenshot it shows (the run folder)
+
+
 class BrowserSettings(BaseModel):
     """Browser settings of a worker. `pre_observation_delay` trades speed for settled pages (0.35 s still
     solves book-flight; 0.1 s breaks autocomplete tasks). `viewport=None` keeps each task's own size;
@@ -112,6 +145,7 @@ class BrowserSettings(BaseModel):
     obs_token_budget: int = 2000
     slow_mo_ms: int | None = None
     call_timeout_s: float = 60.0  # watchdog: a reset/step/observe that takes longer kills the browser
+    rails: RailsSettings = Field(default_factory=RailsSettings)
 
 
 # Settings fields that change how a run is watched or scheduled, never its results.
@@ -119,7 +153,7 @@ NOT_RESULTS: dict[str, Any] = {
     "home": True,
     "runs_dir": True,
     "llm": {"api_key", "local_slots"},
-    "browser": {"headless", "slow_mo_ms", "screenshots"},
+    "browser": {"headless": True, "slow_mo_ms": True, "screenshots": True, "rails": {"confirm_dir"}},
 }
 
 # Top-level keys of a config file that belong to other readers (see the module docstring).

@@ -12,11 +12,16 @@ from pathlib import Path
 
 def write_text_atomic(path: Path, text: str) -> Path:
     """Write `text` to `path` (parents created) through `<path>.tmp` and a rename; returns `path`."""
+    return write_bytes_atomic(path, text.encode())
+
+
+def write_bytes_atomic(path: Path, data: bytes) -> Path:
+    """Write `data` to `path` (parents created) through `<path>.tmp` and a rename; returns `path`."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     try:
-        tmp.write_text(text)
+        tmp.write_bytes(data)
         tmp.replace(path)
     except BaseException:
         tmp.unlink(missing_ok=True)

@@ -207,21 +207,34 @@ def field_refusal(field: FieldInfo) -> str | None:
     """
     if field.type.strip().lower() == "password":
         return "a password field (type=password)"
+    found = field_term(field, PAYMENT_TERMS)
+    if found is None:
+        return None
+    attribute, value, word, term = found
+    where = "" if word.lower() == term else f" (in {word!r})"
+    return f"its {attribute} {value!r} has the payment term {term!r}{where}"
+
+
+def field_term(field: FieldInfo, terms: Iterable[str]) -> tuple[str, str, str, str] | None:
+    """The first of `terms` inside a word of the field's attributes, as (attribute, value, word, term).
+
+    Words as in `field_refusal` (separators, camelCase, ORDINARY_WORDS taken out); the confirmation gate
+    asks the same question with its own list of sensitive-field terms.
+    """
+    wanted = [t.lower() for t in terms if t.strip()]
     for attribute in FIELD_ATTRIBUTES:
         value = getattr(field, attribute)
-        for word in _words(value):
+        for word in words_of(value):
             rest = word.lower()
             for ordinary in ORDINARY_WORDS:
                 rest = rest.replace(ordinary, " ")
-            for term in PAYMENT_TERMS:
+            for term in wanted:
                 if term in rest:
-                    where = "" if word.lower() == term else f" (in {word!r})"
-                    label = attribute.replace("_", "-")
-                    return f"its {label} {value!r} has the payment term {term!r}{where}"
+                    return attribute.replace("_", "-"), value, word, term
     return None
 
 
-def _words(text: str) -> list[str]:
+def words_of(text: str) -> list[str]:
     """Split at anything not a letter or digit and at camelCase humps: `ccCVVCode` -> cc, CVV, Code."""
     humped = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", " ", text)
     return [w for w in re.split(r"[\W_]+", humped) if w]

@@ -27,10 +27,12 @@ StepOutcome = Literal[
     "llm_error",
     "env_error",
     "context_overflow",
+    "refused",  # the rails refused the action (a field they never fill, leaving the site): the run ends
+    "denied",  # the confirmation gate denied a sensitive action: fed back to the model, the run goes on
 ]
 
 # How an episode ended.
-EpisodeEnd = Literal["done", "answered", "infeasible", "max_steps", "stuck", "budget_exhausted", "llm_error", "env_error", "timeout", "running"]
+EpisodeEnd = Literal["done", "answered", "infeasible", "max_steps", "stuck", "budget_exhausted", "llm_error", "env_error", "timeout", "refused", "running"]
 
 JudgeLabel = Literal["success", "failure", "unknown"]
 
@@ -91,6 +93,8 @@ class Step(BaseModel):
     called_by: int | None = None
     workflow: str = ""
     grounding: str = ""
+    approval: Approval | None = None  # the confirmation gate's answer, when the action needed one
+    reaction: str = ""  # live runs: what the page showed in answer to the action (new state, new text)
 
 
 class Verdict(BaseModel):
@@ -104,6 +108,23 @@ class Verdict(BaseModel):
     raw_reward: float | None = None
     judge: JudgeLabel | None = None
     judge_reason: str = ""
+
+
+class Approval(BaseModel):
+    """The confirmation gate's answer on one sensitive action: what was asked, why, and who decided.
+
+    `approver` is who answered: ``terminal`` (a person at the terminal), ``timeout`` (nobody answered in
+    time: denied), ``nobody`` (the run had no person to ask: denied), or the live page's user."""
+
+    approved: bool
+    approver: str
+    reason: str  # why the action needed a person ("the control says 'delete'")
+    action: str  # the action as it would have run
+    element: str = ""
+    value: str = ""
+    url: str = ""
+    screenshot: str = ""  # the file the person was shown, where one was saved
+    at: str = Field(default_factory=lambda: utc_now())
 
 
 class WorkflowCall(BaseModel):

@@ -51,7 +51,11 @@ class LabelScript:
         self.calls += 1
 
         def bid_of(match: re.Match[str]) -> str:
-            found = [b for b, t in ctx.page.elements.items() if t.label == match.group(1)]
+            # the control, not its <label> (LabelText), when both carry the text
+            found = sorted(
+                (b for b, t in ctx.page.elements.items() if t.label == match.group(1)),
+                key=lambda b: ctx.page.elements[b].role == "LabelText",
+            )
             assert found, f"no element labelled {match.group(1)!r} in:\n{ctx.page.text}"
             return found[0]
 

@@ -40,8 +40,9 @@ class PipelineConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = "pipeline"
-    benchmark: Literal["miniwob", "webarena", "browsergym"] = "miniwob"
-    tasks: list[str] = Field(min_length=1)
+    benchmark: Literal["miniwob", "webarena", "browsergym", "live"] = "miniwob"
+    tasks: list[str] = Field(min_length=1)  # task names; for `live`, the URLs of the pages
+    goal: str = ""  # `live` only: what the agent should do on each page
     seeds: list[int] | None = None  # None: the benchmark's default (0 for MiniWoB, none for WebArena)
     max_steps: int = Field(default=10, ge=1)
     policy: Literal["llm", "scripted"] = "llm"
@@ -70,6 +71,8 @@ class PipelineConfig(BaseModel):
             raise ValueError("memory 'offline' needs offline_from = [run folders or trajectory files]")
         if self.seeds is not None and not self.seeds:
             raise ValueError("seeds is empty; give e.g. [0, 1]")
+        if (self.benchmark == "live") != bool(self.goal.strip()):
+            raise ValueError("benchmark 'live' (pages named by URL) needs a goal, and only it takes one")
         if self.memory_scope is not None and self.memory != "fixed":
             raise ValueError("memory_scope reads one existing scope: it needs memory = 'fixed'")
         return self

@@ -19,7 +19,7 @@ def resolve_stream(config: PipelineConfig) -> list[Task]:
     (task then seed; WebArena task ids sorted within a site)."""
     from awm.webarena.tasks import resolve_tasks
 
-    tasks = resolve_tasks(config.benchmark, config.tasks, config.seeds)
+    tasks = resolve_tasks(config.benchmark, config.tasks, config.seeds, goal=config.goal)
     by_scope: dict[str, list[Task]] = {}
     for task in tasks:
         by_scope.setdefault(task.scope, []).append(task)

@@ -27,12 +27,33 @@ ParallelOpt = Annotated[
 
 def run_command(
     tasks: Annotated[
-        str,
+        str | None,
         typer.Option("--tasks", "-t", help="Comma list: MiniWoB names, WebArena numbers, or BrowserGym ids."),
-    ],
+    ] = None,
+    url: Annotated[
+        str | None,
+        typer.Option(help="A live page to work on (instead of --tasks), inside the rails; needs --goal."),
+    ] = None,
+    goal: Annotated[str | None, typer.Option(help="With --url: what the agent should do on the page.")] = None,
+    confirm: Annotated[
+        bool,
+        typer.Option(
+            "--confirm",
+            help="With --url: ask on the terminal (y/n, default no) before a sensitive action "
+            "(submitting a form; buy, pay, delete, send...; a sensitive field). Without it they are denied.",
+        ),
+    ] = False,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            metavar="HOST",
+            help="With --url: a host let through the address rules (a local fixture: 127.0.0.1); repeat for more.",
+        ),
+    ] = None,
     benchmark: Annotated[
-        str, typer.Option(help="miniwob | webarena | browsergym (full task ids).")
-    ] = "miniwob",
+        str | None, typer.Option(help="miniwob | webarena | browsergym (full task ids). Default: miniwob.")
+    ] = None,
     seeds: Annotated[
         str | None, typer.Option(help="Seeds, e.g. 0-4 or 0,3 (default: 0 for MiniWoB, none for WebArena).")
     ] = None,
@@ -59,7 +80,10 @@ def run_command(
     model: Annotated[
         str | None, typer.Option(help="Model name (default: from settings or AWM_MODEL).")
     ] = None,
-    max_steps: Annotated[int, typer.Option(min=1, help="Steps per episode.")] = 10,
+    max_steps: Annotated[
+        int | None,
+        typer.Option(min=1, help="Steps per episode (default 10; with --url the live budget, which it may only lower)."),
+    ] = None,
     workers: WorkersOpt = 1,
     parallel: ParallelOpt = "local",
     out: Annotated[
@@ -81,18 +105,27 @@ def run_command(
 ) -> None:
     """Solve tasks in a live browser, record every step, and summarise the run.
 
+    With --url and --goal the agent works on that page inside the rails: the URL is checked before a
+    browser starts (http/https; no local names or private, loopback, link-local or reserved addresses,
+    unless --allow-host names them), every request is checked again, leaving the site is a hard stop,
+    password and payment fields are never filled, downloads are off, and the step and time budgets are
+    capped by [browser.rails]. The agent ends the run itself (an answer, or report_infeasible); --judge
+    adds a verdict, otherwise the summary reports the agent's own end as self-reported.
+
     The run folder holds run.sqlite, events.jsonl, screenshots/, trajectories/, summary.md, summary.json
     and provenance.json (git commit, packages, the command). Running again with the same --out skips
     the episodes that already finished.
 
     Example: awm run --benchmark miniwob --tasks click-test,login-user --seeds 0-4 --workers 2
+
+    Example: awm run --url https://example.com/ --goal "Find the contact email and tell me" --confirm
     """
     from rich.console import Console
 
     from awm.config import load_settings
     from awm.pipeline.config import PipelineConfig, parse_pipeline_table
     from awm.pipeline.driver import run_arm
-    from awm.pipeline.summary import load_summary, rich_table
+    from awm.pipeline.summary import live_lines, load_summary, rich_table
     from awm.webarena.tasks import (
         needs_webarena,
         parse_seeds,
@@ -101,6 +134,16 @@ def run_command(
         split_names,
     )
 
+    live = url is not None
+    if live == (tasks is not None):
+        raise ConfigError("give either --tasks (benchmark tasks) or --url with --goal (a live page)")
+    if not live:
+        for flag, value in (("--goal", goal), ("--confirm", confirm or None), ("--allow-host", allow_host)):
+            if value:
+                raise ConfigError(f"{flag} goes with --url (a live page)")
+    elif benchmark is not None:
+        raise ConfigError("--url runs a live page; leave out --benchmark")
+    benchmark = "live" if live else (benchmark or "miniwob")
     if memory_mode not in ("all", "topk"):
         raise ConfigError(f"--memory-mode must be all or topk (got '{memory_mode}')")
     if workflows not in ("text", "executable"):
@@ -117,7 +160,19 @@ def run_command(
         overrides["agent"] = {"use_grammar": False}
     settings = load_settings(config, overrides=overrides)
     seed_list = parse_seeds(seeds) if seeds is not None else None
-    task_list = resolve_tasks(benchmark, tasks, seed_list)
+    run_name = name or ("live" if live else f"{benchmark}-{policy}")
+    run_dir = out or default_run_dir(run_name, settings.runs_dir)
+    if live:
+        assert url is not None
+        settings, max_steps = live_settings(
+            settings, url, allow_hosts=allow_host or [], confirm=confirm, max_steps=max_steps, run_dir=run_dir,
+            policy=policy, workers=workers,
+        )  # fmt: skip
+        task_names = [url]
+    else:
+        assert tasks is not None
+        task_names = split_names(tasks)
+    task_list = resolve_tasks(benchmark, task_names, seed_list, goal=goal or "")
     if needs_webarena(task_list):
         prepare_webarena_env(config)
         if importlib.util.find_spec("browsergym.webarena") is None:
@@ -126,14 +181,14 @@ def run_command(
                 "(then: python -c \"import nltk; nltk.download('punkt')\")"
             )
     validate_memory(memory, settings)
-    run_name = name or f"{benchmark}-{policy}"
     arm: PipelineConfig = parse_pipeline_table(
         {
             "name": run_name,
             "benchmark": benchmark,
-            "tasks": split_names(tasks),
+            "tasks": task_names,
+            "goal": goal or "",
             "seeds": seed_list,
-            "max_steps": max_steps,
+            "max_steps": max_steps or 10,
             "policy": policy,
             "memory": "off" if memory == "off" else "fixed",
             "memory_scope": None if memory in ("off", "auto") else memory,
@@ -147,7 +202,6 @@ def run_command(
         },
         source="awm run",
     )
-    run_dir = out or default_run_dir(run_name, settings.runs_dir)
     console = Console()
     console.print(f"{len(task_list)} episode(s) -> {run_dir}")
     result = run_arm(arm, settings, run_dir, console=console)
@@ -155,8 +209,55 @@ def run_command(
         from awm.errors import StageError
 
         raise StageError(result.error or f"stage '{result.failed_stage}' failed")
-    console.print(rich_table(load_summary(run_dir)))
+    summary = load_summary(run_dir)
+    console.print(rich_table(summary))
+    for line in live_lines(summary):
+        console.print(line, markup=False, highlight=False)
     console.print(f"summary: {Path(run_dir) / 'summary.md'}")
+
+
+def live_settings(
+    settings: Settings,
+    url: str,
+    *,
+    allow_hosts: list[str],
+    confirm: bool,
+    max_steps: int | None,
+    run_dir: Path,
+    policy: str,
+    workers: int,
+) -> tuple[Settings, int]:
+    """The settings of a live run and its step budget; the URL is checked here, before any browser.
+
+    `--max-steps` may lower the live budget (`[browser.rails] max_steps`), never raise it; a refused URL
+    is a `RailsError` with the reason, exactly what `awm rails check` says.
+    """
+    from awm.rails import RailsError, check_url
+
+    if policy != "llm":
+        raise ConfigError("--url needs --policy llm (the scripted policies know only their MiniWoB tasks)")
+    if workers != 1:
+        raise ConfigError("--url runs one live page: leave --workers at 1")
+    rails = settings.browser.rails
+    hosts = list(dict.fromkeys([*rails.allow_hosts, *allow_hosts]))
+    verdict = check_url(url, allow_hosts=hosts)
+    if not verdict.allowed:
+        raise RailsError(f"--url {url}: refused: {verdict.reason}")
+    budget = rails.max_steps
+    if max_steps is not None and max_steps > budget:
+        raise ConfigError(
+            f"--max-steps {max_steps} is above the live-run step budget {budget} "
+            "([browser.rails] max_steps, itself at most 50): a live run may only lower it"
+        )
+    updated = rails.model_copy(
+        update={
+            "allow_hosts": hosts,
+            "confirm": "terminal" if confirm else rails.confirm,
+            "confirm_dir": Path(run_dir) / "confirm",
+        }
+    )
+    browser = settings.browser.model_copy(update={"rails": updated})
+    return settings.model_copy(update={"browser": browser}), max_steps or budget
 
 
 def default_run_dir(name: str, runs_dir: Path) -> Path:

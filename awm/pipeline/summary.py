@@ -46,6 +46,22 @@ class EpisodeSummary(BaseModel):
     failure_classes: dict[str, int] = Field(default_factory=dict)  # step outcomes other than ok
     memory_version: int | None = None
     workflows_used: list[str] = Field(default_factory=list)
+    # What decided `success`: ``ground truth`` (a reward), ``judge``, or ``self-reported`` (a live page
+    # without a judge: no verdict, only how the agent itself ended it, shown as such and never a success).
+    verdict_source: str = "ground truth"
+    goal: str = ""
+    final_answer: str = ""
+    start_url: str = ""  # a live run's page, its rails' record: blocked hosts, the gate's answers
+    blocked_hosts: list[str] = Field(default_factory=list)
+    approvals: list[str] = Field(default_factory=list)  # "approved by terminal: click('12') (it submits a form)"
+    rails_stop: str = ""
+
+    @property
+    def shown_success(self) -> str:
+        """`yes`/`no`, or the agent's own end where nobody judged (`self: answered`)."""
+        if self.verdict_source == "self-reported":
+            return f"self: {self.end}"
+        return "yes" if self.success else "no"
 
 
 class RunSummary(BaseModel):
@@ -100,11 +116,44 @@ class RunSummary(BaseModel):
     def ends(self) -> dict[str, int]:
         return dict(Counter(e.end for e in self.episodes).most_common())
 
+    @property
+    def self_reported(self) -> int:
+        """Episodes nobody gave a verdict on (a live page without --judge): never counted as solved."""
+        return sum(e.verdict_source == "self-reported" for e in self.episodes)
+
+    def headline(self, word: str = "") -> str:
+        """`2/4 (50.0%)` (`word` after the count: `2/4 solved (50.0%)`), and how many had no verdict."""
+        text = f"{self.successes}/{self.n}{' ' + word if word else ''} ({_pct(self.success_rate)})"
+        if self.self_reported:
+            text += f"; {self.self_reported} without a verdict (self-reported end, no judge)"
+        return text
+
+
+def verdict_source(trajectory: Trajectory) -> str:
+    """What decides the episode: a reward (ground truth), the judge, or nobody (self-reported)."""
+    verdict = trajectory.verdict
+    if verdict.reward is not None or verdict.raw_reward is not None:
+        return "ground truth"
+    return "judge" if verdict.judge is not None else "self-reported"
+
 
 def summarize_episode(trajectory: Trajectory) -> EpisodeSummary:
     outcomes = Counter(s.outcome for s in trajectory.steps if s.outcome != "ok")
     llm_ms = sum(s.timings_ms.get("llm", 0.0) for s in trajectory.steps)
+    rails = trajectory.meta.get("rails") or {}
+    approvals = [
+        f"{'approved' if s.approval.approved else 'denied'} by {s.approval.approver}: {s.approval.action} ({s.approval.reason})"
+        for s in trajectory.steps
+        if s.approval is not None
+    ]
     return EpisodeSummary(
+        verdict_source=verdict_source(trajectory),
+        goal=trajectory.task.goal,
+        final_answer=trajectory.final_answer,
+        start_url=str(rails.get("start_url") or ""),
+        blocked_hosts=list(rails.get("blocked_hosts") or []),
+        approvals=list(dict.fromkeys(approvals)),
+        rails_stop=next((s.error for s in trajectory.steps if s.outcome == "refused"), ""),
         key=trajectory.task.key,
         task_id=trajectory.task.task_id,
         seed=trajectory.task.seed,
@@ -175,7 +224,7 @@ def render_markdown(summary: RunSummary) -> str:
         f"- model: `{summary.model}` (backend {summary.backend}), policy {summary.policy}, memory {summary.memory}",
         f"- written: {summary.created_at}",
         "",
-        f"**Success: {summary.successes}/{summary.n} ({_pct(summary.success_rate)})**",
+        f"**Success: {summary.headline()}**",
         "",
         f"Steps {int(t['steps'])}, prompt tokens {int(t['prompt_tokens']):,} ({t['prompt_tokens_per_step']} per step), "
         f"completion tokens {int(t['completion_tokens']):,}, model calls per step {t['llm_calls_per_step']}, "
@@ -192,10 +241,29 @@ def render_markdown(summary: RunSummary) -> str:
         memory = "-" if e.memory_version is None else f"v{e.memory_version} ({len(e.workflows_used)} wf)"
         reward = "-" if e.reward is None else f"{e.reward:g}"
         lines.append(
-            f"| {e.task_id} | {'-' if e.seed is None else e.seed} | {'yes' if e.success else 'no'} | {reward} | "
+            f"| {e.task_id} | {'-' if e.seed is None else e.seed} | {e.shown_success} | {reward} | "
             f"{e.judge or '-'} | {e.end} | {e.steps} | {e.prompt_tokens:,} | {e.seconds:.1f} | "
             f"{_classes(e.failure_classes)} | {memory} |"
         )
+    live = [e for e in summary.episodes if e.start_url or e.verdict_source == "self-reported"]
+    if live:
+        lines += ["", "## Live pages", ""]
+        for e in live:
+            lines.append(f"### {e.start_url or e.task_id}")
+            lines.append("")
+            lines.append(f"- goal: {e.goal}")
+            if e.verdict_source == "self-reported":
+                lines.append(f"- verdict: none (no judge); the agent ended it itself as **{e.end}** (self-reported)")
+            else:
+                lines.append(f"- verdict ({e.verdict_source}): {'success' if e.success else 'failure'}; end {e.end}")
+            if e.final_answer:
+                lines.append(f"- the agent's message: {e.final_answer}")
+            if e.rails_stop:
+                lines.append(f"- stopped by the rails: {e.rails_stop}")
+            if e.blocked_hosts:
+                lines.append(f"- blocked hosts: {', '.join(e.blocked_hosts)}")
+            lines += [f"- gate: {a}" for a in e.approvals]
+            lines.append("")
     lines += ["", "## Failure classes (step outcomes)", ""]
     classes = summary.failure_classes()
     lines += [f"- {k}: {v}" for k, v in classes.items()] or ["- none"]
@@ -235,7 +303,7 @@ def load_summary(run_dir: Path) -> RunSummary:
 def rich_table(summary: RunSummary) -> Table:
     """The per-episode table printed at the end of `awm run`."""
     table = Table(
-        title=f"{summary.name}: {summary.successes}/{summary.n} solved ({_pct(summary.success_rate)})",
+        title=f"{summary.name}: {summary.headline('solved')}",
         caption=f"config {summary.config_hash} | model {summary.model} | memory {summary.memory}",
     )
     table.add_column("task", no_wrap=True)
@@ -248,7 +316,7 @@ def rich_table(summary: RunSummary) -> Table:
         table.add_row(
             e.task_id.removeprefix("browsergym/"),
             "-" if e.seed is None else str(e.seed),
-            "[green]yes[/green]" if e.success else "[red]no[/red]",
+            "[green]yes[/green]" if e.success else "[red]no[/red]" if e.verdict_source != "self-reported" else e.shown_success,
             e.end,
             str(e.steps),
             f"{e.prompt_tokens:,}",
@@ -256,3 +324,21 @@ def rich_table(summary: RunSummary) -> Table:
             _classes(e.failure_classes),
         )
     return table
+
+
+def live_lines(summary: RunSummary) -> list[str]:
+    """What `awm run --url` prints under the table: the agent's message, the rails' stop, the gate."""
+    lines: list[str] = []
+    for e in summary.episodes:
+        if not e.start_url:
+            continue
+        if e.final_answer:
+            lines.append(f"the agent says: {e.final_answer}")
+        if e.rails_stop:
+            lines.append(f"stopped by the rails: {e.rails_stop}")
+        if e.blocked_hosts:
+            lines.append(f"blocked hosts: {', '.join(e.blocked_hosts)}")
+        lines += [f"gate: {a}" for a in e.approvals]
+        if e.verdict_source == "self-reported":
+            lines.append(f"verdict: none (no --judge); the agent ended the run itself as '{e.end}' (self-reported)")
+    return lines

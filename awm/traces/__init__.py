@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from awm.errors import ConfigError, DataError
+from awm.files import write_bytes_atomic
 from awm.trajectory import Step, Trajectory, Verdict, load_trajectory, save_trajectory, utc_now
 
 from .db import (
@@ -112,11 +113,7 @@ class RunRecorder:
         screenshot = step.screenshot
         if screenshot_png is not None:
             screenshot = screenshot_relpath(episode_id, step.index)
-            path = self.run_dir / screenshot
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".png.tmp")
-            tmp.write_bytes(screenshot_png)
-            tmp.replace(path)
+            write_bytes_atomic(self.run_dir / screenshot, screenshot_png)
             step.screenshot = screenshot
         self._db.upsert_step(
             step_values(

@@ -18,7 +18,16 @@ from typing import Any
 from pydantic import BaseModel, Field, ValidationError
 
 from awm.errors import DataError
-from awm.trajectory import Step, TargetDesc, Task, Trajectory, Verdict, WorkflowCall, load_trajectory
+from awm.trajectory import (
+    Approval,
+    Step,
+    TargetDesc,
+    Task,
+    Trajectory,
+    Verdict,
+    WorkflowCall,
+    load_trajectory,
+)
 
 DB_NAME = "run.sqlite"
 EVENTS_NAME = "events.jsonl"
@@ -85,6 +94,8 @@ CREATE TABLE IF NOT EXISTS step (
     called_by INTEGER,
     workflow TEXT NOT NULL DEFAULT '',
     grounding TEXT NOT NULL DEFAULT '',
+    approval TEXT,
+    reaction TEXT NOT NULL DEFAULT '',
     UNIQUE(episode_id, idx)
 );
 """
@@ -97,6 +108,8 @@ ADDED_COLUMNS = (
     ("step", "called_by", "INTEGER"),
     ("step", "workflow", "TEXT NOT NULL DEFAULT ''"),
     ("step", "grounding", "TEXT NOT NULL DEFAULT ''"),
+    ("step", "approval", "TEXT"),
+    ("step", "reaction", "TEXT NOT NULL DEFAULT ''"),
 )
 
 
@@ -188,6 +201,8 @@ class StepRow(BaseModel):
     called_by: int | None = None  # a `run_workflow` sub-step: the calling step's index
     workflow: str = ""
     grounding: str = ""
+    approval: Approval | None = None  # the confirmation gate's answer (live runs)
+    reaction: str = ""
 
     @property
     def timings_ms(self) -> dict[str, float]:
@@ -222,6 +237,8 @@ class StepRow(BaseModel):
             called_by=self.called_by,
             workflow=self.workflow,
             grounding=self.grounding,
+            approval=self.approval,
+            reaction=self.reaction,
         )
 
 
@@ -261,6 +278,8 @@ def step_values(
         "called_by": step.called_by,
         "workflow": step.workflow,
         "grounding": step.grounding,
+        "approval": None if step.approval is None else step.approval.model_dump_json(),
+        "reaction": step.reaction,
     }
 
 
@@ -418,7 +437,7 @@ class RunDatabase:
         rows = self._conn.execute(
             "SELECT * FROM step WHERE episode_id = ? ORDER BY idx", (episode_id,)
         ).fetchall()
-        return [self._row(StepRow, r, ("action", "target", "timings")) for r in rows]
+        return [self._row(StepRow, r, ("action", "target", "timings", "approval")) for r in rows]
 
     def find_episode(self, ref: str) -> EpisodeRow:
         """An episode by exact id, unique id prefix, or task key (the latest attempt of that task)."""

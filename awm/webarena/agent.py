@@ -21,7 +21,8 @@ from awm.config import Settings
 from awm.llm.base import ChatRequest, LLMClient
 from awm.tokens import TokenCounter, fit_prompt
 from awm.webarena import prompts
-from awm.webarena.harness import Decision, DecisionContext, page_targets
+from awm.webarena.env import is_live
+from awm.webarena.harness import Decision, DecisionContext, finish_action, page_targets
 from awm.webarena.workflow_run import CallableWorkflow, call_text, callable_workflows, catalog
 
 if TYPE_CHECKING:
@@ -52,7 +53,13 @@ def _shows_value(page_text: str, bid: str) -> bool:
 
 
 def without_spent_choices(
-    ids_for: dict[str, list[str]], page_ids: list[str], history: list[Step], page_text: str, fingerprint: str
+    ids_for: dict[str, list[str]],
+    page_ids: list[str],
+    history: list[Step],
+    page_text: str,
+    fingerprint: str,
+    *,
+    live: bool = False,
 ) -> dict[str, list[str]]:
     """Per-action ids minus the choices that cannot move the task on; the grammar offers the rest.
 
@@ -62,6 +69,12 @@ def without_spent_choices(
     just set; `press` on the element the last step pressed when the page did not change; and `fill` on
     a field this episode already filled that still shows a value. What is left (click Submit) moves the
     task on; a real correction stays possible (clear, then fill).
+
+    On a `live` page also every click already made on this page since its last fill, select or check:
+    measured on ten small pages, the model clicked the button that had just worked again and again (the
+    mug added to the cart ten times, the open tab clicked until the loop stop), and with only the last
+    click taken away it went back and forth between two tabs; with those clicks spent it finishes or
+    moves on, and a button clicked too early (Add before typing) comes back once the field is filled.
     """
     out = dict(ids_for)
 
@@ -74,11 +87,34 @@ def without_spent_choices(
         unchanged = history[-1].fingerprint == fingerprint
         if ACTION_SETS["browser"][name].sets_state or (name == "press" and unchanged):
             drop(name, bid)
+    if live and history:
+        # A click already made on this page (same URL) since the last state-setting action is spent: a
+        # button clicked before a field was filled (Add, Search) is offered again once it was filled.
+        url = history[-1].url
+        for step in reversed(history):
+            done = _target(step)
+            if step.url != url or (done is not None and ACTION_SETS["browser"][done[0]].sets_state):
+                break
+            if done is not None and done[0] == "click":
+                drop("click", done[1])
     for step in history:
         done = _target(step)
         if done is not None and done[0] == "fill" and _shows_value(page_text, done[1]):
             drop("fill", done[1])
     return out
+
+
+DONE_SYSTEM = "Answer yes or no."
+DONE_GRAMMAR = 'root ::= "yes" | "no"\n'
+
+
+def done_question(goal: str, step: Step) -> str:
+    """The done check's question: the goal, the last action, and what the page showed after it."""
+    target = f" on {step.target.render()}" if step.target else ""
+    return (
+        f"Goal: {goal.strip()}\nLast action: {step.action_str}{target}\n"
+        f"The page now shows: {step.reaction}\nIs the goal fully done?"
+    )
 
 
 def _fresh_feedback(ctx: DecisionContext) -> str:
@@ -144,11 +180,12 @@ class LLMAgent:
         page = ctx.page
         goal = page.goal or ctx.task.goal
         names = prompts.action_names_for(ctx.task)
+        live = is_live(ctx.task)
         workflows = self._workflows_for(goal)
         callables = self._callables_for(goal)
         shown_calls = {w.name: call_text(callables[w.name]) for w in workflows if w.name in callables}
         parts = prompts.build_parts(
-            system=prompts.system_text(names, workflows=bool(shown_calls)),
+            system=prompts.system_text(names, workflows=bool(shown_calls), ending=live),
             memory=prompts.memory_texts(workflows, goal, shown_calls),
             goal=goal,
             history=ctx.history,
@@ -177,14 +214,18 @@ class LLMAgent:
             ids_for = None
             if self.role_aware:
                 ids_for = without_spent_choices(
-                    page_targets(page).ids_for, page.ids, ctx.history, page.text, page.fingerprint
+                    page_targets(page).ids_for, page.ids, ctx.history, page.text, page.fingerprint, live=live
                 )
             kept = {w.name for w in workflows[: fitted.memory_kept]}
             offered = catalog({n: c for n, c in callables.items() if n in kept and n in shown_calls})
+            grammar_names = names
+            if live and not ctx.history and names is not None:
+                # Not on the first step: measured, the model gave up on a question page before looking.
+                grammar_names = [n for n in names if n != "report_infeasible"]
             grammar = action_grammar(
                 "browser",
                 page_ids=page.ids,
-                names=names,
+                names=grammar_names,
                 with_thought=True,
                 ids_for=ids_for,
                 workflows=offered or None,
@@ -199,16 +240,48 @@ class LLMAgent:
         return request, fitted.prompt_tokens, [w.name for w in workflows[: fitted.memory_kept]]
 
     def decide(self, ctx: DecisionContext) -> Decision:
-        """One model call. `LLMError` and `PromptTooLargeError` propagate: the harness ends the episode
-        as `llm_error` or `context_overflow`."""
+        """One model call (two on a live page whose last action made it react: the done check first).
+        `LLMError` and `PromptTooLargeError` propagate: the harness ends the episode as `llm_error` or
+        `context_overflow`."""
+        checked = self._done_check(ctx)
+        if checked is not None and checked.text:
+            return checked
         request, fitted_tokens, shown = self.build_request(ctx)
         result = self.client.chat(request)
         return Decision(
             text=result.text,
-            prompt_tokens=result.usage.prompt_tokens or fitted_tokens,
-            completion_tokens=result.usage.completion_tokens,
-            llm_ms=result.seconds * 1000.0,
-            llm_calls=1,
+            prompt_tokens=(result.usage.prompt_tokens or fitted_tokens) + (checked.prompt_tokens if checked else 0),
+            completion_tokens=result.usage.completion_tokens + (checked.completion_tokens if checked else 0),
+            llm_ms=result.seconds * 1000.0 + (checked.llm_ms if checked else 0.0),
+            llm_calls=1 + (checked.llm_calls if checked else 0),
             prompt_hash=prompt_hash(request.messages),
             workflows=shown,
         )
+
+    def _done_check(self, ctx: DecisionContext) -> Decision | None:
+        """On a live page that reacted to the last action: ask, in a short separate call, whether the goal
+        is done; if yes, the decision is the finishing message the feedback wrote out (text set); if no,
+        only the call's cost (text empty) and the step is decided as usual.
+
+        Why a separate question: measured on ten small pages, the 1.5B model, shown the page's reaction
+        and the finishing action in the feedback, still clicked on or gave up with report_infeasible on
+        pages where it had just reached the goal; a yes/no question about the goal is one it answers.
+        """
+        if not is_live(ctx.task) or not ctx.history:
+            return None
+        last = ctx.history[-1]
+        if not last.reaction or ctx.retry_error:
+            return None
+        goal = ctx.page.goal or ctx.task.goal
+        messages = [{"role": "system", "content": DONE_SYSTEM}, {"role": "user", "content": done_question(goal, last)}]
+        request = ChatRequest(
+            messages=messages, temperature=0.0, max_tokens=3,
+            grammar=DONE_GRAMMAR if self.use_grammar else None, purpose="actor",
+        )  # fmt: skip
+        result = self.client.chat(request)
+        done = result.text.strip().lower().startswith("yes")
+        return Decision(
+            text=f"The page shows the goal is done.\n{finish_action(last.reaction)}" if done else "",
+            prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
+            llm_ms=result.seconds * 1000.0, llm_calls=1, prompt_hash=prompt_hash(messages) if done else "",
+        )  # fmt: skip

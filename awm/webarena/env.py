@@ -27,9 +27,12 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from awm.actions import Action, browsergym_action_set
 from awm.config import BrowserSettings
 from awm.errors import ConfigError, SetupError
+from awm.gate import DenyGate, Gate, TerminalGate
 from awm.proctree import descendants, kill_pids
+from awm.rails import RailsError
 from awm.trajectory import TargetDesc, Task
 from awm.webarena.fingerprint import PageSnapshot, snapshot_page
+from awm.webarena.guard import LiveRails
 from awm.webarena.observation import build_observation
 from awm.webarena.outcomes import EnvCrashError, ExecResult, looks_like_crash
 from awm.webarena.sanitize import sanitize_text
@@ -140,9 +143,20 @@ def _quiet_override_warnings() -> None:
         bg_logger.addFilter(_OVERRIDE_FILTER)
 
 
+LIVE_BENCHMARK = "live"  # a user-named page (`awm run --url`, the live page): it runs inside the rails
+
+
+def is_live(task: Task) -> bool:
+    """Whether `task` is a live run on a user-named page, held to the rails (DESIGN.md section 9)."""
+    return task.benchmark == LIVE_BENCHMARK
+
+
 def resolve_env_id(task: Task) -> tuple[str, dict[str, Any]]:
     """`miniwob.click-test` or `browsergym/miniwob.click-test` -> the gym id, plus `task.meta["task_kwargs"]`."""
-    env_id = task.task_id if task.task_id.startswith("browsergym/") else f"browsergym/{task.task_id}"
+    if is_live(task):
+        env_id = "browsergym/openended"  # a user-named page: BrowserGym's open-ended task
+    else:
+        env_id = task.task_id if task.task_id.startswith("browsergym/") else f"browsergym/{task.task_id}"
     kwargs = task.meta.get("task_kwargs") or {}
     if not isinstance(kwargs, dict):
         raise ConfigError(
@@ -211,16 +225,47 @@ class _Watchdog:
 # --------------------------------------------------------------------------------------------------
 
 
-class BrowserSession:
-    """One BrowserGym environment per worker, reused across episodes of the same task id."""
+def _guarded_entrypoint(entrypoint: Callable[..., Any], session: BrowserSession) -> Callable[..., Any]:
+    """The task factory, with each task's `setup` putting the session's rails on the browser context first.
 
-    def __init__(self, config: BrowserSettings | None = None) -> None:
+    Why here: BrowserGym creates the context and page inside `reset` and has the task open its first
+    URL in `setup`; this is the one moment after the context exists and before any request leaves.
+    (The registered entry point is a partial over the task class, so the task is wrapped, not subclassed.)
+    """
+
+    def make(*args: Any, **kwargs: Any) -> Any:
+        task = entrypoint(*args, **kwargs)
+        original = task.setup
+
+        def setup(page: Any) -> Any:
+            if session.rails is not None:
+                session.rails.guard.install(page.context)
+            return original(page=page)
+
+        task.setup = setup
+        return task
+
+    return make
+
+
+class BrowserSession:
+    """One BrowserGym environment per worker, reused across episodes of the same task id.
+
+    A `live` task (`is_live`) runs inside the rails: its start URL is checked before the browser opens it,
+    the context gets the route guard (`awm.webarena.guard`) and refuses downloads, and `self.rails` is
+    what the executor and the harness ask before and after each action. `gate` answers the confirmation
+    gate (default: from `config.rails.confirm`).
+    """
+
+    def __init__(self, config: BrowserSettings | None = None, *, gate: Gate | None = None) -> None:
         self.config = config or BrowserSettings()
+        self.gate = gate
+        self.rails: LiveRails | None = None
         self.reward: float = 0.0
         self.done: bool = False
         self.info: dict[str, Any] = {}
         self._env: Any = None
-        self._env_key: tuple[str, str] | None = None
+        self._env_key: tuple[str, ...] | None = None
         self._obs: dict[str, Any] | None = None
         self._obs_fresh = False
         self._pids: set[int] = set()
@@ -245,7 +290,15 @@ class BrowserSession:
             raise EnvCrashError("no browser page: call reset() first")
         return self._env.page
 
-    def _make_env(self, env_id: str, task_kwargs: dict[str, Any]) -> Any:
+    def _gate(self) -> Gate:
+        if self.gate is not None:
+            return self.gate
+        rails = self.config.rails
+        if rails.confirm == "terminal":
+            return TerminalGate(rails.confirm_timeout_s, shots_dir=rails.confirm_dir)
+        return DenyGate()
+
+    def _make_env(self, env_id: str, task_kwargs: dict[str, Any], *, live: bool = False) -> Any:
         import gymnasium as gym
 
         _quiet_override_warnings()
@@ -255,6 +308,8 @@ class BrowserSession:
         except gym.error.Error as exc:
             raise ConfigError(f"unknown BrowserGym task '{env_id}': {exc}") from None
         entrypoint = registered.unwrapped.task_entrypoint
+        if live:
+            entrypoint = _guarded_entrypoint(entrypoint, self)
         cfg = self.config
         action_set = browsergym_action_set()
         action_set.multiaction = True  # fill-then-Enter goes as one step
@@ -268,6 +323,7 @@ class BrowserSession:
             pw_chromium_kwargs={"chromium_sandbox": False},
             action_mapping=action_set.to_python_code,
             pre_observation_delay=cfg.pre_observation_delay,
+            pw_context_kwargs={"accept_downloads": False} if live else {},
         )
 
     def _drop_env(self) -> None:
@@ -282,19 +338,24 @@ class BrowserSession:
         """Start `task` (seed = task.seed) in a fresh page; the page's goal is in the returned `PageState`
         (the caller's task is not changed)."""
         env_id, task_kwargs = resolve_env_id(task)
-        key = (env_id, repr(sorted(task_kwargs.items())))
+        live = is_live(task)
+        self.rails = None
+        if live:  # before any browser starts: a refused URL is a RailsError naming the reason
+            start_url = str(task_kwargs.get("start_url", ""))
+            self.rails = LiveRails(start_url, self.config.rails, self._gate())
+        key = (env_id, repr(sorted(task_kwargs.items())), str(live))
         if self._broken or self._env_key != key:
             self._drop_env()
             self._broken = False
         if self._env is None:
-            self._env = self._make_env(env_id, task_kwargs)
+            self._env = self._make_env(env_id, task_kwargs, live=live)
             self._env_key = key
         self.reward, self.done, self.info = 0.0, False, {}
         before = browser_pids()
         try:
             with _Watchdog(self.config.call_timeout_s, lambda: browser_pids() - before) as dog:
                 obs, info = self._env.reset(seed=task.seed)
-        except (ConfigError, SetupError):
+        except (ConfigError, SetupError, RailsError):
             raise
         except Exception as exc:
             self._broken = True

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from awm.actions import ACTION_SETS, Action, render_action
+from awm.gate import ControlInfo
 from awm.trajectory import StepOutcome
 from awm.webarena.outcomes import EnvCrashError, ExecResult, looks_like_crash
 from awm.webarena.sanitize import sanitize_text
@@ -36,7 +37,7 @@ DISMISS_WORDS = re.compile(
 _CHECK_TIMEOUT_MS = 1000
 
 # Runs in the target's frame: what the pre-check needs to know about the element, in one round trip.
-_INSPECT_JS = """
+_INSPECT_JS = r"""
 (e) => {
   const style = window.getComputedStyle(e);
   const rect = e.getBoundingClientRect();
@@ -44,8 +45,28 @@ _INSPECT_JS = """
   if (visible && typeof e.checkVisibility === 'function') visible = e.checkVisibility({checkVisibilityCSS: true});
   const tag = e.tagName.toLowerCase();
   const select = tag === 'option' ? e.closest('select') : null;
+  // A <label> acts for its control (a fill or click on it reaches the control), so the rails read the control.
+  const f = (tag === 'label' && e.control) ? e.control : e;
+  const ftag = f.tagName.toLowerCase();
+  const attr = (n) => f.getAttribute(n) || '';
+  let label = '';
+  if (f.labels && f.labels.length) label = Array.from(f.labels).map(l => l.innerText || l.textContent || '').join(' ');
+  else if (attr('aria-labelledby')) label = attr('aria-labelledby').split(/\s+/).map(i => {
+    const l = document.getElementById(i); return l ? (l.innerText || l.textContent || '') : ''; }).join(' ');
+  const type = (attr('type') || (ftag === 'button' ? 'submit' : '')).toLowerCase();
+  const form = f.form || (typeof f.closest === 'function' ? f.closest('form') : null);
+  const submits = !!form && ((ftag === 'button' && type === 'submit') || (ftag === 'input' && (type === 'submit' || type === 'image')));
   return {
     tag: tag,
+    type: ftag === 'input' ? (attr('type') || 'text').toLowerCase() : (ftag === 'button' ? type : ''),
+    name: attr('name'),
+    id: f.id || '',
+    placeholder: attr('placeholder'),
+    aria_label: attr('aria-label'),
+    label: label.trim().slice(0, 200),
+    text: ((ftag === 'input' ? f.value : (e.innerText || e.textContent)) || '').trim().slice(0, 200),
+    in_form: !!form,
+    submits: submits,
     visible: visible,
     disabled: (typeof e.matches === 'function' && e.matches(':disabled')) || e.getAttribute('aria-disabled') === 'true',
     inert: !!e.closest('[inert]'),
@@ -79,6 +100,15 @@ _FIND_DISMISS_JS = """
 @dataclass
 class _Target:
     tag: str = ""
+    type: str = ""
+    name: str = ""
+    id: str = ""
+    placeholder: str = ""
+    aria_label: str = ""
+    label: str = ""
+    text: str = ""
+    in_form: bool = False
+    submits: bool = False
     visible: bool = True
     disabled: bool = False
     inert: bool = False
@@ -109,6 +139,23 @@ def locate(page: Any, bid: str) -> Any | None:
 def _inspect(locator: Any) -> _Target:
     data = locator.evaluate(_INSPECT_JS, timeout=_CHECK_TIMEOUT_MS)
     return _Target(**{k: data.get(k) for k in _Target.__dataclass_fields__ if k in data})
+
+
+def control_of(target: _Target) -> ControlInfo:
+    """What the rails and the gate read of a target (`awm.gate.ControlInfo`)."""
+    fields = ControlInfo.model_fields
+    return ControlInfo(**{k: v for k, v in vars(target).items() if k in fields})
+
+
+def read_control(page: Any, bid: str) -> ControlInfo | None:
+    """The element `bid` as the rails see it (tag, type, label, name, ...), or None if it is not there."""
+    locator = locate(page, bid)
+    if locator is None:
+        return None
+    try:
+        return control_of(_inspect(locator))
+    except Exception:  # detached: the check right before the action reads it again
+        return None
 
 
 def _describe(bid: str, target: _Target | None = None) -> str:
@@ -165,51 +212,60 @@ def dismiss_overlay(page: Any) -> str | None:
         return None
 
 
-def _prepare(session: BrowserSession, action: Action) -> tuple[list[Action], ExecResult | None, str]:
-    """Pre-check the target and rewrite what must be rewritten; returns (actions, early failure, note)."""
+@dataclass
+class _Prepared:
+    """What the pre-check found: the actions to run, an early failure, a note, and the target read."""
+
+    actions: list[Action]
+    early: ExecResult | None = None
+    note: str = ""
+    target: _Target | None = None
+
+
+def _prepare(session: BrowserSession, action: Action) -> _Prepared:
+    """Pre-check the target and rewrite what must be rewritten."""
     bid = action.target_id
     if bid is None:
-        return [action], None, ""
+        return _Prepared([action])
     locator = locate(session.page, bid)
     if locator is None:
-        return [], ExecResult(outcome="target_not_found", error=f"element [{bid}] is not on the page"), ""
+        return _Prepared([], ExecResult(outcome="target_not_found", error=f"element [{bid}] is not on the page"))
     try:
         target = _inspect(locator)
     except Exception as exc:  # detached between count() and evaluate(): worth a retry
-        return [], ExecResult(outcome="action_error", error=short_error(str(exc)), transient=True), ""
+        return _Prepared([], ExecResult(outcome="action_error", error=short_error(str(exc)), transient=True))
     note = ""
     if action.name == "click" and target.tag == "option" and target.select_bid:
         # A native <select>'s options cannot be clicked; choose the option through its select instead.
         label = target.option_label or ""
         action = Action(name="select_option", args={"bid": target.select_bid, "options": label})
         note = f"chose '{sanitize_text(label, 40)}' in the dropdown [{target.select_bid}] with select_option"
-        actions, early, _ = _prepare(session, action)
-        return actions, early, note
+        inner = _prepare(session, action)
+        return _Prepared(inner.actions, inner.early, note, inner.target)
     if ACTION_SETS["browser"][action.name].needs_interactable:
         what = _describe(bid, target=target)
-        if target.inert:
-            return [], ExecResult(outcome="not_interactable", error=f"{what} is inert (behind a modal)"), ""
-        if target.disabled:
-            return [], ExecResult(outcome="not_interactable", error=f"{what} is disabled"), ""
-        if not target.visible:
-            return [], ExecResult(outcome="not_interactable", error=f"{what} is not visible"), ""
+        problem = (
+            "is inert (behind a modal)" if target.inert
+            else "is disabled" if target.disabled
+            else "is not visible" if not target.visible
+            else ""
+        )  # fmt: skip
+        if problem:
+            return _Prepared([], ExecResult(outcome="not_interactable", error=f"{what} {problem}"), target=target)
     if action.name == "fill":
         value = str(action.args.get("value", ""))
         if value.endswith("\n") and target.tag != "textarea" and not target.editable:
             typed = Action(name="fill", args={**action.args, "value": value.rstrip("\r\n")})
-            return (
-                [typed, Action(name="press", args={"bid": bid, "key_comb": "Enter"})],
-                None,
-                "pressed Enter after filling",
-            )
-    return [action], None, note
+            pressed = Action(name="press", args={"bid": bid, "key_comb": "Enter"})
+            return _Prepared([typed, pressed], note="pressed Enter after filling", target=target)
+    return _Prepared([action], note=note, target=target)
 
 
 def execute_action(session: BrowserSession, action: Action) -> ExecResult:
     """Pre-check, execute through BrowserGym, dismiss an intercepting overlay once, classify the result."""
 
     try:
-        actions, early, note = _prepare(session, action)
+        prepared = _prepare(session, action)
     except EnvCrashError:
         raise
     except Exception as exc:  # Playwright lost the page during the pre-check
@@ -218,8 +274,20 @@ def execute_action(session: BrowserSession, action: Action) -> ExecResult:
             session.mark_broken()
             raise EnvCrashError(f"the browser died during the pre-check: {short_error(message)}") from exc
         return ExecResult(outcome="action_error", error=short_error(message), transient=True)
-    if early is not None:
-        return early
+    if prepared.early is not None:
+        return prepared.early
+    actions, note, approval = prepared.actions, prepared.note, None
+    rails = getattr(session, "rails", None)
+    if rails is not None:  # a live run: field refusals, an off-site goto, the gate (raises RailsRefusal)
+        control = control_of(prepared.target) if prepared.target is not None else None
+        for planned in actions:
+            approval = rails.review(planned, control, session.page) or approval
+            if approval is not None and not approval.approved:
+                return ExecResult(
+                    outcome="denied", approval=approval,
+                    error=f"a person must approve this action ({approval.reason}) and it was denied "
+                    f"(answered by {approval.approver}); do not try it again",
+                )  # fmt: skip
     rendered = "\n".join(render_action(a) for a in actions)
     error = session.step_rendered(rendered)
     if error and "intercepts pointer events" in error:
@@ -228,6 +296,6 @@ def execute_action(session: BrowserSession, action: Action) -> ExecResult:
             note = f"an overlay intercepted the click; dismissed it with '{dismissed}' and retried"
             error = session.step_rendered(rendered)
     if not error:
-        return ExecResult(outcome="ok", note=note)
+        return ExecResult(outcome="ok", note=note, approval=approval)
     outcome, transient = classify_error(error)
-    return ExecResult(outcome=outcome, error=short_error(error), transient=transient, note=note)
+    return ExecResult(outcome=outcome, error=short_error(error), transient=transient, note=note, approval=approval)

@@ -143,6 +143,13 @@ def describe_changes(before: PageSnapshot, after: PageSnapshot, max_items: int =
     return changes or [NO_CHANGE]
 
 
+def new_text(before: PageSnapshot, after: PageSnapshot, limit: int = 2) -> list[str]:
+    """The first `limit` lines of text (not controls) that appeared in the main frame: what the page said."""
+    old = set(before.frames.get("", []))
+    added = [after.shown.get(k, k) for k in after.frames.get("", []) if k not in old]
+    return [text for text in added if not text.startswith("[")][:limit]
+
+
 def render_changes(changes: list[str]) -> str:
     """One feedback paragraph from `describe_changes` output."""
     return "; ".join(changes) + "."

@@ -19,12 +19,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from awm.actions import RUN_WORKFLOW, Action, ids_for_roles, parse_action, render_action
 from awm.errors import ActionParseError, LLMError, PromptTooLargeError
+from awm.gate import ControlInfo
 from awm.grounding.executor import ExecutorConfig
 from awm.memory.view import MemoryView
+from awm.rails import RailsError
 from awm.trajectory import EpisodeEnd, Step, StepOutcome, Task, Trajectory
-from awm.webarena.env import BrowserSession, PageState
-from awm.webarena.fingerprint import describe_changes, render_changes
-from awm.webarena.outcomes import EnvCrashError, ExecResult
+from awm.webarena.env import BrowserSession, PageState, is_live
+from awm.webarena.executor import read_control
+from awm.webarena.fingerprint import describe_changes, new_text, render_changes
+from awm.webarena.outcomes import EnvCrashError, ExecResult, RailsRefusal
 from awm.webarena.workflow_run import CallableWorkflow, callable_workflows, catalog, run_workflow
 
 
@@ -120,6 +123,13 @@ class NoProgress(StepFailure):
     outcome, end = "no_progress", "stuck"
 
 
+class RailsStop(StepFailure):
+    """The rails ended a live run: a field they never fill, the page leaving (or trying to leave) the
+    site. The reason names the field or the domain."""
+
+    outcome, end = "refused", "refused"
+
+
 class BrowserCrashed(StepFailure):
     """The browser crashed or hung past the watchdog."""
 
@@ -134,13 +144,22 @@ class EpisodeOver(Exception):
         self.end = end
 
 
-def _max_steps(task: Task, config: HarnessConfig) -> int:
+def _max_steps(task: Task, config: HarnessConfig, session: BrowserSession) -> int:
     override = task.meta.get("max_steps")
-    return (
+    steps = (
         int(override)
         if isinstance(override, int | float | str) and str(override).isdigit()
         else config.max_steps
     )
+    if session.rails is not None:  # a live run's hard budget: nothing asked for raises it
+        steps = min(steps, session.rails.settings.max_steps)
+    return steps
+
+
+def _time_limit(config: HarnessConfig, session: BrowserSession) -> float:
+    if session.rails is not None:
+        return min(config.episode_timeout_s, session.rails.settings.max_seconds)
+    return config.episode_timeout_s
 
 
 class PageTargets(BaseModel):
@@ -224,8 +243,31 @@ def _execute(session: BrowserSession, action: Action, config: HarnessConfig) -> 
     return result
 
 
-def _feedback(result: ExecResult, before: PageState, after: PageState, nudge: str) -> str:
-    """Stage 3: what the action did (the page diff), the failure verbatim, what we did on its behalf."""
+LIVE_REACTED = "If the page now shows the goal done, finish with"
+
+
+# States that can be what a goal asks for (a tab opened, a box ticked); not expanded/collapsed (opening a
+# dropdown is a means, and was taken as the goal done) or states lost.
+GAINED_STATES = (" is now selected", " is now checked", " is now unchecked", " is now pressed")
+
+
+def page_reaction(before: PageState, after: PageState) -> str:
+    """What the page showed in answer to an action: states gained (selected, checked...) and the first
+    lines of new text; '' when it only moved focus or echoed the agent's typing. Measured: a reminder to
+    finish after a mere focus move made the model give up with report_infeasible."""
+    if before.snapshot is None or after.snapshot is None:
+        return ""
+    changes = describe_changes(before.snapshot, after.snapshot)
+    states = [c for c in changes if c.endswith(GAINED_STATES) and not c.startswith("the value of")]
+    shown = [*states, *new_text(before.snapshot, after.snapshot)]
+    return "; ".join(shown)[:200]
+
+
+def _feedback(result: ExecResult, before: PageState, after: PageState, nudge: str, *, reaction: str = "") -> str:
+    """Stage 3: what the action did (the page diff), the failure verbatim, what we did on its behalf.
+    On a live page that reacted (`reaction`), the finishing action is written out with what the page
+    showed: a small model copies what it is shown (told "send_msg_to_user('the answer')", it sent
+    'the answer'), so it is shown the right text."""
     parts: list[str] = []
     if result.outcome != "ok":
         parts.append(f"{result.outcome}: {result.error}")
@@ -235,7 +277,14 @@ def _feedback(result: ExecResult, before: PageState, after: PageState, nudge: st
         parts.append("Page: " + render_changes(describe_changes(before.snapshot, after.snapshot)))
     if nudge:
         parts.append(nudge)
+    if reaction:
+        parts.append(f"{LIVE_REACTED} {finish_action(reaction)}")
     return " ".join(parts)
+
+
+def finish_action(reaction: str) -> str:
+    """`send_msg_to_user('<what the page showed>')`, quoted as the parser reads it."""
+    return render_action(Action(name="send_msg_to_user", args={"text": reaction}))
 
 
 def run_episode(
@@ -272,14 +321,19 @@ def run_episode(
         step = Step(index=0, outcome="env_error", error=str(exc))
         _record(trajectory, step, None, on_step)
         return _finish(trajectory, "env_error", session, started)
+    except RailsError as exc:  # the start URL itself is refused: no page was opened
+        step = Step(index=0, outcome="refused", error=str(exc))
+        _record(trajectory, step, None, on_step)
+        return _finish(trajectory, "refused", session, started)
     trajectory.task = task.model_copy(update={"goal": page.goal or task.goal})
     callables = callable_workflows(view, trajectory.task.goal)
 
     def record_sub(sub: Step, shown: PageState | None) -> None:
         _record(trajectory, sub, shown, on_step)
 
-    for _turn in range(_max_steps(task, config)):  # model steps; a workflow's sub-steps do not count
-        if time.monotonic() - started > config.episode_timeout_s:
+    time_limit = _time_limit(config, session)
+    for _turn in range(_max_steps(task, config, session)):  # model steps; a workflow's sub-steps do not count
+        if time.monotonic() - started > time_limit:
             end = "timeout"
             break
         index = trajectory.steps[-1].index + 1 if trajectory.steps else 0
@@ -330,6 +384,12 @@ def _run_step(
     record_sub: Callable[[Step, PageState | None], None],
 ) -> tuple[PageState, str]:
     """One step; returns the next page and feedback, or raises a failure class or `EpisodeOver`."""
+    rails = session.rails
+    if rails is not None:  # the domain check before the step
+        rails.new_step()
+        stop = rails.stop_reason(page.url)
+        if stop:
+            raise RailsStop(stop)
     ctx = DecisionContext(
         task=trajectory.task, page=page, history=list(trajectory.steps), feedback=feedback, step_index=step.index
     )
@@ -347,17 +407,30 @@ def _run_step(
     nudge = ""
     if repeats >= config.loop_repeat_nudge:
         nudge = f"You repeated {step.action_str} with no change; try something else."
+    if rails is not None:  # plan time: the field the model chose, read off the page now
+        refusal = rails.field_refusal(action, _control_for(session, action))
+        if refusal:
+            raise RailsStop(refusal)
     t0 = time.perf_counter()
-    if action.name == RUN_WORKFLOW.name:
-        result = _call_workflow(session, config, trajectory, step, action, callables[str(action.args["name"])], record_sub)
-    else:
-        result = _execute(session, action, config)
+    try:
+        if action.name == RUN_WORKFLOW.name:
+            result = _call_workflow(session, config, trajectory, step, action, callables[str(action.args["name"])], record_sub)
+        else:
+            result = _execute(session, action, config)
+    except RailsRefusal as refusal:  # right before the action: the field, an off-site goto
+        raise RailsStop(str(refusal)) from None
     step.timings_ms["execute"] = (time.perf_counter() - t0) * 1000
-    step.outcome, step.error = result.outcome, result.error
+    step.outcome, step.error, step.approval = result.outcome, result.error, result.approval
     t0 = time.perf_counter()
     after = session.observe()
     step.timings_ms["observe"] = (time.perf_counter() - t0) * 1000
-    step.feedback = _feedback(result, page, after, nudge)
+    if rails is not None and result.outcome == "ok":
+        step.reaction = page_reaction(page, after)
+    step.feedback = _feedback(result, page, after, nudge, reaction=step.reaction)
+    if rails is not None:  # the domain check after the step
+        stop = rails.stop_reason(after.url)
+        if stop:
+            raise RailsStop(stop)
     if action.name == "send_msg_to_user" and result.outcome == "ok":
         trajectory.final_answer = str(action.args.get("text", ""))
     if session.done:
@@ -410,8 +483,27 @@ def _record(trajectory: Trajectory, step: Step, page: PageState | None, on_step:
         on_step(trajectory, step, page.screenshot_png() if page is not None else None)
 
 
+def _control_for(session: BrowserSession, action: Action) -> ControlInfo | None:
+    """The element an action names, as the rails read it (None without one, or when it is gone)."""
+    bid = action.target_id
+    if bid is None:
+        return None
+    try:
+        return read_control(session.page, bid)
+    except EnvCrashError:
+        return None
+
+
 def _finish(trajectory: Trajectory, end: EpisodeEnd, session: BrowserSession, started: float) -> Trajectory:
     trajectory.end = end
+    if session.rails is not None and is_live(trajectory.task):
+        # A user-named page has no reward: the judge decides, or the agent's own end is reported as such.
+        trajectory.meta["rails"] = session.rails.record()
+        trajectory.seconds = round(time.monotonic() - started, 3)
+        return trajectory
+    if end == "refused":  # the start URL was refused before a page opened
+        trajectory.seconds = round(time.monotonic() - started, 3)
+        return trajectory
     trajectory.verdict.reward = float(session.reward) if end != "env_error" else 0.0
     raw = session.info.get("task_info", {}).get("RAW_REWARD_GLOBAL") if end != "env_error" else None
     if isinstance(raw, int | float) or hasattr(raw, "item"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from awm.trajectory import StepOutcome
+from awm.trajectory import Approval, StepOutcome
 
 
 class ExecResult(BaseModel):
@@ -18,6 +18,12 @@ class ExecResult(BaseModel):
     error: str = ""
     transient: bool = False
     note: str = ""  # what the executor did on the model's behalf (dismissed an overlay, used select_option)
+    approval: Approval | None = None  # the confirmation gate's answer, when the action needed one
+
+
+class RailsRefusal(Exception):
+    """The rails refused an action of a live run (a field they never fill, leaving the site): the run
+    ends with this reason (`refused`); the model is not asked to try something else."""
 
 
 class EnvCrashError(RuntimeError):

@@ -45,15 +45,28 @@ WORKFLOW_ACTION_TEXT = (
     "call it as your first action instead of doing its steps one by one."
 )
 CALL_LEAD = "Reply with this action to do it all: "
+# A live page has no reward that ends the episode: only the agent does (measured before this rule, on
+# ten small pages: the 1.5B model reached the goal on three and ended none, clicking on until stuck).
+ENDING_RULES = (
+    "## Ending the task\n"
+    "Nobody ends the task for you: you end it with send_msg_to_user. If the goal asks a question, read "
+    "the answer on the page and send it as the message. If the goal asks you to do something, do it; "
+    "when the page shows it is done, send a message saying what you did. Never repeat an action that "
+    "already worked. Use report_infeasible only after you have looked and the site has no way to do it."
+)
 
 
-def system_text(action_names: Collection[str] | None = None, *, workflows: bool = False) -> str:
+def system_text(
+    action_names: Collection[str] | None = None, *, workflows: bool = False, ending: bool = False
+) -> str:
     """Fixed instructions plus the action list (`run_workflow` first when the episode's memory holds
-    workflows it can call: listed last, the 1.5B model never chose it); the same string on every step."""
+    workflows it can call: listed last, the 1.5B model never chose it); the same string on every step.
+    `ending`: the agent must end the episode itself (a live page), so the rules for that come last."""
     actions = describe_actions("browser", names=action_names)
     if workflows:
         actions = WORKFLOW_ACTION_TEXT + "\n" + actions
-    return f"{SYSTEM_INTRO}\n\n## Actions\n{actions}"
+    text = f"{SYSTEM_INTRO}\n\n## Actions\n{actions}"
+    return f"{text}\n\n{ENDING_RULES}" if ending else text
 
 
 def memory_texts(

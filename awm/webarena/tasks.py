@@ -6,6 +6,7 @@ user asking for WebArena without the sites should get one clear sentence before 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.resources
 import json
 import os
@@ -13,12 +14,13 @@ import tomllib
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from awm.errors import ConfigError
 from awm.trajectory import Task
 
-Benchmark = Literal["miniwob", "webarena", "browsergym"]
-BENCHMARKS: tuple[str, ...] = ("miniwob", "webarena", "browsergym")
+Benchmark = Literal["miniwob", "webarena", "browsergym", "live"]
+BENCHMARKS: tuple[str, ...] = ("miniwob", "webarena", "browsergym", "live")
 
 # BrowserGym (>= 0.6) reads the WebArena sites from these variables (note the WA_ prefix).
 WEBARENA_SITES: dict[str, str] = {
@@ -102,18 +104,49 @@ def scope_for_task_id(task_id: str) -> tuple[str, str]:
     return family, f"{family}/{rest}"
 
 
-def resolve_tasks(benchmark: str, names: str | list[str], seeds: list[int] | None = None) -> list[Task]:
+def live_task(url: str, goal: str) -> Task:
+    """A user-named page and goal as a task (BrowserGym's open-ended task), held to the rails.
+
+    The id is a digest of the URL and the goal, so a run folder resumes the same request and a different
+    page or goal is a different task; the scope is the page's site (`live/example.com`), so memory
+    learned on one page of a site serves its other pages.
+    """
+    from awm.rails import RailsError, registrable_domain
+
+    if not goal.strip():
+        raise ConfigError("a live page needs a goal: give --goal 'what the agent should do there'")
+    host = urlsplit(url.strip()).hostname or ""
+    try:
+        site = registrable_domain(host) if host else "unknown"
+    except RailsError:
+        site = "unknown"
+    digest = hashlib.sha256(f"{url.strip()}\n{goal.strip()}".encode()).hexdigest()[:10]
+    return Task(
+        task_id=f"live.{digest}",
+        goal=goal.strip(),
+        scope=f"live/{site}",
+        benchmark="live",
+        meta={"task_kwargs": {"start_url": url.strip(), "goal": goal.strip()}},
+    )
+
+
+def resolve_tasks(
+    benchmark: str, names: str | list[str], seeds: list[int] | None = None, *, goal: str = ""
+) -> list[Task]:
     """Tasks in a stable order: each name, then each seed.
 
     MiniWoB names are checked against BrowserGym's registry (so a typo fails before any browser
-    starts); WebArena takes task numbers; `browsergym` takes full ids verbatim. `seeds=None` means
-    seed 0 for MiniWoB (its pages are random per seed) and no seed for WebArena (tasks are fixed).
+    starts); WebArena takes task numbers; `browsergym` takes full ids verbatim; `live` takes URLs, each
+    with `goal`. `seeds=None` means seed 0 for MiniWoB (its pages are random per seed) and no seed for
+    WebArena (tasks are fixed).
     """
     wanted = split_names(names) if isinstance(names, str) else list(dict.fromkeys(names))
     if not wanted:
         raise ConfigError("--tasks is empty; give a comma list such as click-test,login-user")
     if benchmark not in BENCHMARKS:
         raise ConfigError(f"--benchmark must be one of {', '.join(BENCHMARKS)} (got '{benchmark}')")
+    if benchmark == "live":
+        return [live_task(url, goal) for url in wanted]
     tasks: list[Task] = []
     if benchmark == "miniwob":
         known = set(miniwob_task_names())

@@ -25,7 +25,7 @@ from awm.grounding.model import Target
 from awm.grounding.snapshot import Element
 from awm.memory.view import MemoryView
 from awm.memory.workflow import Workflow, WorkflowStep, bind_parameters, instantiate
-from awm.trajectory import Step, StepOutcome, TargetDesc, WorkflowCall
+from awm.trajectory import Approval, Step, StepOutcome, TargetDesc, WorkflowCall
 from awm.webarena.env import BrowserSession, PageState
 from awm.webarena.fingerprint import shows_masked
 
@@ -165,6 +165,7 @@ class SessionBackend:
         self.shown: PageState | None = None  # the page the current step first saw (its screenshot)
         self.action: Action | None = None
         self.note = ""
+        self.approval: Approval | None = None  # the confirmation gate's answer on this step (live runs)
 
     def snapshot(self) -> list[Element]:
         self.page = self.session.observe()
@@ -179,6 +180,7 @@ class SessionBackend:
             time.sleep(0.3)
             result = self.session.execute(self.action)
         self.note = result.note
+        self.approval = result.approval or self.approval
         if result.outcome == "target_not_found":
             raise TargetNotFound(result.error)
         if result.outcome != "ok":
@@ -250,6 +252,7 @@ def _sub_step(
 ) -> Step:
     shown = backend.shown
     action = backend.action
+    denied = backend.approval is not None and not backend.approval.approved
     target = None
     if action is not None and shown is not None and action.target_id in shown.elements:
         target = shown.elements[action.target_id]
@@ -262,10 +265,11 @@ def _sub_step(
         action=action.model_dump(mode="json") if action is not None else None,
         action_str=render_action(action) if action is not None else "",
         target=target or TargetDesc(role=wstep.target.role, label=wstep.target.label),
-        outcome="ok" if report.ok else _FAILURE_OUTCOME.get(report.failure or "", "action_error"),
+        outcome="ok" if report.ok else "denied" if denied else _FAILURE_OUTCOME.get(report.failure or "", "action_error"),
         error=report.error,
         feedback=backend.note,
         called_by=called_by,
         workflow=name,
         grounding="; ".join(report.grounding) or report.error,
+        approval=backend.approval,
     )

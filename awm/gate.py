@@ -1,0 +1,181 @@
+"""The confirmation gate of live runs: which actions need a person, and the people who can answer.
+
+Why in code and not in the prompt: a model told "ask before you pay" can still click Pay; here the
+executor asks `sensitive_reason` about every action right before it runs (a workflow's steps too), and a
+sensitive one runs only if a `Gate` approves it. What is sensitive: submitting a form (a submit control
+inside a form, or Enter in a form's field), a click whose control says one of the configured words (buy,
+pay, order, delete, remove, send, transfer, confirm, ...), and a fill of a field whose label, name,
+placeholder, aria-label or id has a configured sensitive-field term (email, phone, address, ...).
+
+The gates: `DenyGate` when no person is there (every sensitive action is denied, and the model is told
+so), `TerminalGate` for `awm run --confirm` (y/n, default no, silence past the timeout denies). The live
+application brings its own (an approve/deny control on the page). Every answer is an `Approval` that the
+harness records on the step: who approved what, when, and what they were shown.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+from pathlib import Path
+from typing import IO, Protocol
+
+from pydantic import BaseModel, ConfigDict
+
+from awm.files import write_bytes_atomic
+from awm.rails import FieldInfo, field_term, words_of
+from awm.trajectory import Approval
+
+# Actions that put a value into a field (the field rules apply), and those that press on a control.
+FILL_ACTIONS = frozenset({"fill", "press", "select_option"})
+CLICK_ACTIONS = frozenset({"click", "dblclick"})
+
+
+class ControlInfo(FieldInfo, frozen=True):
+    """What the executor reads off the element right before acting: the field attributes plus the
+    element's tag, visible text (or value), and whether it belongs to a form and would submit it."""
+
+    tag: str = ""
+    text: str = ""
+    in_form: bool = False
+    submits: bool = False
+
+    def describe(self) -> str:
+        """A short description for a person: `<button> 'Delete account'`."""
+        name = self.label or self.aria_label or self.text or self.placeholder or self.name or self.id
+        kind = f"<{self.tag}{' type=' + self.type if self.type else ''}>" if self.tag else "element"
+        return f"{kind} '{name[:80]}'" if name else kind
+
+
+def sensitive_reason(
+    action: str,
+    control: ControlInfo,
+    *,
+    key: str = "",
+    sensitive_fields: list[str],
+    sensitive_clicks: list[str],
+) -> str | None:
+    """Why `action` on `control` needs a person's approval, or None. `key` is what `press` presses."""
+    if action in CLICK_ACTIONS:
+        if control.submits:
+            return "it submits a form"
+        said = _says(control, sensitive_clicks)
+        if said:
+            return f"the control says {said!r}"
+    if action == "press" and control.in_form and key.strip().lower() == "enter":
+        return "it submits a form (Enter in a form field)"
+    if action in FILL_ACTIONS:
+        found = field_term(control, sensitive_fields)
+        if found is not None:
+            attribute, value, _word, term = found
+            return f"the field is marked sensitive: its {attribute} {value!r} has {term!r}"
+    return None
+
+
+def _says(control: ControlInfo, words: list[str]) -> str | None:
+    """The first sensitive word that is a whole word of the control's text, label or aria-label."""
+    wanted = {w.lower() for w in words if w.strip()}
+    for text in (control.text, control.label, control.aria_label, control.name if control.tag == "input" else ""):
+        for word in words_of(text):
+            if word.lower() in wanted:
+                return word.lower()
+    return None
+
+
+class GateRequest(BaseModel):
+    """What a person is asked about: the action, why it needs them, the element, the value, the page."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    action: str
+    reason: str
+    element: str
+    value: str = ""
+    url: str = ""
+    screenshot_png: bytes | None = None
+    label: str = ""  # names the request in files and messages (the episode and step)
+
+    def approval(self, approved: bool, approver: str, screenshot: str = "") -> Approval:
+        return Approval(
+            approved=approved, approver=approver, reason=self.reason, action=self.action,
+            element=self.element, value=self.value, url=self.url, screenshot=screenshot,
+        )  # fmt: skip
+
+
+class Gate(Protocol):
+    """Answers one request; must always answer (a gate that cannot ask a person denies)."""
+
+    def ask(self, request: GateRequest) -> Approval: ...
+
+
+class DenyGate:
+    """No person is watching: every sensitive action is denied (run with --confirm to be asked)."""
+
+    def ask(self, request: GateRequest) -> Approval:
+        return request.approval(False, "nobody")
+
+
+class TerminalGate:
+    """Asks on the terminal: shows the action, element, value and a saved screenshot, reads y/n.
+
+    Anything but y/yes denies, and so does no answer within `timeout_s` or a closed input. Why `select`
+    on the input and not `input()`: a run left unattended must not wait forever on a prompt.
+    """
+
+    def __init__(
+        self,
+        timeout_s: float,
+        *,
+        shots_dir: Path | None = None,
+        input_stream: IO[str] | None = None,
+        output: IO[str] | None = None,
+    ) -> None:
+        self.timeout_s = timeout_s
+        self.shots_dir = shots_dir
+        self.input = input_stream or sys.stdin
+        self.output = output or sys.stderr
+
+    def ask(self, request: GateRequest) -> Approval:
+        shot = self._save(request)
+        lines = [
+            "",
+            f"The agent wants to: {request.action}",
+            f"  why a person must approve: {request.reason}",
+            f"  element: {request.element}",
+        ]
+        if request.value:
+            lines.append(f"  value: {request.value!r}")
+        if request.url:
+            lines.append(f"  page: {request.url}")
+        if shot:
+            lines.append(f"  screenshot: {shot}")
+        # A whole line: under a Rich progress bar, output is shown line by line (a bare prompt would hide).
+        lines.append(f"Allow it? [y/N] (no answer in {self.timeout_s:.0f} s denies)\n")
+        self.output.write("\n".join(lines))
+        self.output.flush()
+        answer = self._read_line()
+        if answer is None:
+            self.output.write("no answer: denied\n")
+            self.output.flush()
+            return request.approval(False, "timeout", shot)
+        return request.approval(answer.strip().lower() in ("y", "yes"), "terminal", shot)
+
+    def _read_line(self) -> str | None:
+        """One line from the input, or None after the timeout or at end of input."""
+        try:
+            ready, _, _ = select.select([self.input], [], [], self.timeout_s)
+        except (ValueError, OSError, TypeError):  # no file descriptor (a StringIO): read what is there
+            ready = [self.input]
+        if not ready:
+            return None
+        line = self.input.readline()
+        return line if line else None
+
+    def _save(self, request: GateRequest) -> str:
+        if self.shots_dir is None or not request.screenshot_png:
+            return ""
+        name = "".join(c if c.isalnum() or c in "-_" else "-" for c in (request.label or "request"))
+        path = Path(self.shots_dir) / f"{name}-{os.getpid()}.png"
+        write_bytes_atomic(path, request.screenshot_png)
+        return str(path)
