@@ -41,3 +41,14 @@ def session():
 
     with BrowserSession(BrowserSettings(pre_observation_delay=0.3, slow_mo_ms=0)) as s:
         yield s
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """A plain Chromium (no BrowserGym env) from the process's one Playwright, BrowserGym's global one:
+    a second `sync_playwright()` in the same process fails once BrowserGym has started its own."""
+    from browsergym.core import _get_global_playwright
+
+    browser = _get_global_playwright().chromium.launch(chromium_sandbox=False)
+    yield browser
+    browser.close()

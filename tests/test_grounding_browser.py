@@ -38,16 +38,10 @@ DEAD_DECOY = """
 
 
 @pytest.fixture(scope="module")
-def page() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    from awm.assets import configure_runtime_env
-
-    configure_runtime_env()
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch()
-        yield browser.new_page()
-        browser.close()
+def page(chromium: Any) -> Iterator[Any]:
+    page = chromium.new_page()
+    yield page
+    page.close()
 
 
 def _log() -> tuple[list[dict], Any]:

@@ -8,7 +8,6 @@ it sees the network's in a live run) and lets an allowed one fall back to the fi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -63,18 +62,9 @@ def serve_fixtures(served: list[str]) -> Any:
     return handler
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from browsergym.core import _get_global_playwright  # the process's one Playwright (BrowserGym's)
-
-    instance = _get_global_playwright().chromium.launch(chromium_sandbox=False)
-    yield instance
-    instance.close()
-
-
-def open_shop(browser: Any, resolver: Resolver) -> tuple[LiveRails, Any, list[str]]:
+def open_shop(chromium: Any, resolver: Resolver) -> tuple[LiveRails, Any, list[str]]:
     rails = LiveRails("http://shop.example.test/shop.html", RailsSettings(), DenyGate(), resolve=resolver)
-    context = browser.new_context(accept_downloads=False)
+    context = chromium.new_context(accept_downloads=False)
     served: list[str] = []
     context.route("**/*", serve_fixtures(served))
     rails.guard.install(context)  # registered last, so it runs first
@@ -82,9 +72,9 @@ def open_shop(browser: Any, resolver: Resolver) -> tuple[LiveRails, Any, list[st
     return rails, page, served
 
 
-def test_subdomain_allowed_and_off_site_navigation_aborted_and_reported(browser: Any) -> None:
+def test_subdomain_allowed_and_off_site_navigation_aborted_and_reported(chromium: Any) -> None:
     resolver = Resolver()
-    rails, page, served = open_shop(browser, resolver)
+    rails, page, served = open_shop(chromium, resolver)
     page.goto("http://shop.example.test/shop.html")
     assert page.locator("#script-status").inner_text() == "script loaded"  # cdn.shop.example.test: same site
     assert "other.test/pixel.png" in served  # a cross-site image: a sub-resource, held to the address rules
@@ -112,10 +102,10 @@ def test_subdomain_allowed_and_off_site_navigation_aborted_and_reported(browser:
     page.context.close()
 
 
-def test_dns_rebinding_is_blocked_at_request_time(browser: Any) -> None:
+def test_dns_rebinding_is_blocked_at_request_time(chromium: Any) -> None:
     """shop.example.test is public when the URL is checked and 127.0.0.1 when the page is requested."""
     resolver = Resolver(rebind="shop.example.test")
-    rails, page, served = open_shop(browser, resolver)
+    rails, page, served = open_shop(chromium, resolver)
     with pytest.raises(Exception, match="ERR_BLOCKED_BY_CLIENT"):
         page.goto("http://shop.example.test/shop.html")
     assert served == []

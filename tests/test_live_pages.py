@@ -182,19 +182,9 @@ def served() -> Iterator[tuple[str, Any]]:
         yield base, log
 
 
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(args=["--no-sandbox"])
-        yield chromium
-        chromium.close()
-
-
 @pytest.fixture
-def page_and_urls(browser: Any) -> Iterator[tuple[Any, list[str]]]:
-    context = browser.new_context(viewport={"width": 1280, "height": 720})
+def page_and_urls(chromium: Any) -> Iterator[tuple[Any, list[str]]]:
+    context = chromium.new_context(viewport={"width": 1280, "height": 720})
     urls: list[str] = []
     context.on("request", lambda request: urls.append(request.url))
     yield context.new_page(), urls

@@ -84,7 +84,7 @@ def test_a_live_run_ends_on_the_agents_answer_and_reports_it_as_self_reported(pa
     [episode] = summary["episodes"]
     assert episode["end"] == "answered" and episode["verdict_source"] == "self-reported"
     assert not episode["success"] and episode["start_url"] == page_url
-    assert "the agent ended it itself as **answered** (self-reported)" in (out / "summary.md").read_text()
+    assert "the agent ended it itself as 'answered' (self-reported)" in (out / "summary.md").read_text()
     with open_run(out) as db:
         [row] = db.episodes()
         [step] = db.steps(row.id)
@@ -120,3 +120,23 @@ def test_confirm_asks_on_the_terminal_and_the_trace_records_the_answer(
     assert first.outcome == ("ok" if approved else "denied")
     assert Path(first.approval.screenshot).parent == out / "confirm"
     assert ("approved" if approved else "denied") + " by terminal" in done.stdout
+
+
+@pytest.mark.browser
+def test_with_judge_the_live_run_gets_a_verdict_instead_of_a_self_report(page_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    replies = [
+        Reply(text="The page is open.\nsend_msg_to_user('The status reads: Nothing changed yet')"),
+        Reply(text='{"success": true, "reason": "The status line was read out."}'),
+    ]
+    with StubLLMServer(replies) as stub:
+        done = awm(
+            "run", "--url", page_url, "--goal", "What does the status line say?", "--allow-host", "127.0.0.1",
+            "--judge", "--config", str(stub_config(tmp_path, stub.base_url)), "--out", str(out),
+        )  # fmt: skip
+        judged = [r for r in stub.requests if "The status reads" in json.dumps(r.body)]
+    assert done.returncode == 0, done.stdout + done.stderr
+    [episode] = json.loads((out / "summary.json").read_text())["episodes"]
+    assert episode["verdict_source"] == "judge" and episode["judge"] == "success" and episode["success"]
+    assert "verdict (judge): success; end answered" in done.stdout
+    assert len(judged) == 1  # the judge was shown the agent's message

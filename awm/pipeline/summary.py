@@ -249,20 +249,8 @@ def render_markdown(summary: RunSummary) -> str:
     if live:
         lines += ["", "## Live pages", ""]
         for e in live:
-            lines.append(f"### {e.start_url or e.task_id}")
-            lines.append("")
-            lines.append(f"- goal: {e.goal}")
-            if e.verdict_source == "self-reported":
-                lines.append(f"- verdict: none (no judge); the agent ended it itself as **{e.end}** (self-reported)")
-            else:
-                lines.append(f"- verdict ({e.verdict_source}): {'success' if e.success else 'failure'}; end {e.end}")
-            if e.final_answer:
-                lines.append(f"- the agent's message: {e.final_answer}")
-            if e.rails_stop:
-                lines.append(f"- stopped by the rails: {e.rails_stop}")
-            if e.blocked_hosts:
-                lines.append(f"- blocked hosts: {', '.join(e.blocked_hosts)}")
-            lines += [f"- gate: {a}" for a in e.approvals]
+            lines += [f"### {e.start_url or e.task_id}", "", f"- goal: {e.goal}"]
+            lines += [f"- {fact}" for fact in live_facts(e)]
             lines.append("")
     lines += ["", "## Failure classes (step outcomes)", ""]
     classes = summary.failure_classes()
@@ -326,19 +314,22 @@ def rich_table(summary: RunSummary) -> Table:
     return table
 
 
+def live_facts(e: EpisodeSummary) -> list[str]:
+    """What a live episode came to: the verdict or the agent's own end, its message, the rails' stop,
+    the blocked hosts, the gate's answers (the summary's Live pages section; `awm run --url` prints it)."""
+    if e.verdict_source == "self-reported":
+        facts = [f"verdict: none (no judge); the agent ended it itself as '{e.end}' (self-reported)"]
+    else:
+        facts = [f"verdict ({e.verdict_source}): {'success' if e.success else 'failure'}; end {e.end}"]
+    if e.final_answer:
+        facts.append(f"the agent says: {e.final_answer}")
+    if e.rails_stop:
+        facts.append(f"stopped by the rails: {e.rails_stop}")
+    if e.blocked_hosts:
+        facts.append(f"blocked hosts: {', '.join(e.blocked_hosts)}")
+    return facts + [f"gate: {a}" for a in e.approvals]
+
+
 def live_lines(summary: RunSummary) -> list[str]:
-    """What `awm run --url` prints under the table: the agent's message, the rails' stop, the gate."""
-    lines: list[str] = []
-    for e in summary.episodes:
-        if not e.start_url:
-            continue
-        if e.final_answer:
-            lines.append(f"the agent says: {e.final_answer}")
-        if e.rails_stop:
-            lines.append(f"stopped by the rails: {e.rails_stop}")
-        if e.blocked_hosts:
-            lines.append(f"blocked hosts: {', '.join(e.blocked_hosts)}")
-        lines += [f"gate: {a}" for a in e.approvals]
-        if e.verdict_source == "self-reported":
-            lines.append(f"verdict: none (no --judge); the agent ended the run itself as '{e.end}' (self-reported)")
-    return lines
+    """What `awm run --url` prints under the table."""
+    return [fact for e in summary.episodes if e.start_url for fact in live_facts(e)]

@@ -61,6 +61,7 @@ def step_data(step: Step, *, prompt_hash: str = "", screenshot: str | None = Non
         "workflow": step.workflow,
         "grounding": step.grounding,
         "approval": None if step.approval is None else step.approval.model_dump(mode="json"),
+        "reaction": step.reaction,
     }
 
 

@@ -83,6 +83,7 @@ def step_panel(step: StepRow, *, show_observation: bool = False) -> Panel:
     outcome = step.outcome + (f" - {step.error}" if step.error else "")
     line("outcome", outcome, OUTCOME_STYLE.get(step.outcome, "red"))
     line("feedback", step.feedback, "yellow")
+    line("page showed", step.reaction, "green")
     if step.approval is not None:
         answer = "approved" if step.approval.approved else "denied"
         line("gate", f"{answer} by {step.approval.approver} ({step.approval.reason})", "magenta")

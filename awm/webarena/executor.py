@@ -97,18 +97,9 @@ _FIND_DISMISS_JS = """
 """
 
 
-@dataclass
-class _Target:
-    tag: str = ""
-    type: str = ""
-    name: str = ""
-    id: str = ""
-    placeholder: str = ""
-    aria_label: str = ""
-    label: str = ""
-    text: str = ""
-    in_form: bool = False
-    submits: bool = False
+class _Target(ControlInfo, frozen=True):
+    """What the pre-check reads of a target: the rails' facts plus visibility, state and select info."""
+
     visible: bool = True
     disabled: bool = False
     inert: bool = False
@@ -138,13 +129,12 @@ def locate(page: Any, bid: str) -> Any | None:
 
 def _inspect(locator: Any) -> _Target:
     data = locator.evaluate(_INSPECT_JS, timeout=_CHECK_TIMEOUT_MS)
-    return _Target(**{k: data.get(k) for k in _Target.__dataclass_fields__ if k in data})
+    return _Target.model_validate({k: v for k, v in data.items() if k in _Target.model_fields})
 
 
 def control_of(target: _Target) -> ControlInfo:
     """What the rails and the gate read of a target (`awm.gate.ControlInfo`)."""
-    fields = ControlInfo.model_fields
-    return ControlInfo(**{k: v for k, v in vars(target).items() if k in fields})
+    return ControlInfo(**target.model_dump(include=set(ControlInfo.model_fields)))
 
 
 def read_control(page: Any, bid: str) -> ControlInfo | None:
