@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, Field
 from rich.table import Table
 
-from awm.evaluation.success import is_success
+from awm.evaluation.success import ground_truth_success, is_success
 from awm.files import write_text_atomic
 from awm.trajectory import Trajectory, utc_now
 
@@ -131,10 +131,9 @@ class RunSummary(BaseModel):
 
 def verdict_source(trajectory: Trajectory) -> str:
     """What decides the episode: a reward (ground truth), the judge, or nobody (self-reported)."""
-    verdict = trajectory.verdict
-    if verdict.reward is not None or verdict.raw_reward is not None:
+    if ground_truth_success(trajectory.verdict) is not None:
         return "ground truth"
-    return "judge" if verdict.judge is not None else "self-reported"
+    return "judge" if trajectory.verdict.judge is not None else "self-reported"
 
 
 def summarize_episode(trajectory: Trajectory) -> EpisodeSummary:

@@ -243,17 +243,17 @@ class LLMAgent:
         """One model call (two on a live page whose last action made it react: the done check first).
         `LLMError` and `PromptTooLargeError` propagate: the harness ends the episode as `llm_error` or
         `context_overflow`."""
-        checked = self._done_check(ctx)
-        if checked is not None and checked.text:
+        checked = self._done_check(ctx) or Decision(text="", llm_calls=0)  # no check: nothing spent
+        if checked.text:
             return checked
         request, fitted_tokens, shown = self.build_request(ctx)
         result = self.client.chat(request)
         return Decision(
             text=result.text,
-            prompt_tokens=(result.usage.prompt_tokens or fitted_tokens) + (checked.prompt_tokens if checked else 0),
-            completion_tokens=result.usage.completion_tokens + (checked.completion_tokens if checked else 0),
-            llm_ms=result.seconds * 1000.0 + (checked.llm_ms if checked else 0.0),
-            llm_calls=1 + (checked.llm_calls if checked else 0),
+            prompt_tokens=(result.usage.prompt_tokens or fitted_tokens) + checked.prompt_tokens,
+            completion_tokens=result.usage.completion_tokens + checked.completion_tokens,
+            llm_ms=result.seconds * 1000.0 + checked.llm_ms,
+            llm_calls=1 + checked.llm_calls,
             prompt_hash=prompt_hash(request.messages),
             workflows=shown,
         )

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel
 
-from awm.actions import Action
+from awm.actions import Action, render_action
 from awm.config import RailsSettings
 from awm.gate import FILL_ACTIONS, ControlInfo, Gate, GateRequest, sensitive_reason
 from awm.rails import (
@@ -106,9 +106,8 @@ class RouteGuard:
         host = parts.hostname or ""
         if parts.scheme not in ("http", "https"):
             return f"a {parts.scheme or 'schemeless'}: request is not http or https", host, navigation, main_frame
-        bracketed = f"[{host}]" if ":" in host else host
         reason = check_request_host(
-            bracketed, entered=self.entered_host, is_navigation=navigation,
+            host_literal(host), entered=self.entered_host, is_navigation=navigation,
             allow_hosts=self.allow_hosts, resolve=self.resolve,
         )  # fmt: skip
         return reason, host, navigation, main_frame
@@ -127,10 +126,7 @@ class LiveRails:
         self.settings = settings
         self.gate = gate
         self.site = verdict.registrable_domain
-        entered = verdict.host
-        self.guard = RouteGuard(
-            f"[{entered}]" if ":" in entered else entered, allow_hosts=settings.allow_hosts, resolve=resolve
-        )
+        self.guard = RouteGuard(host_literal(verdict.host), allow_hosts=settings.allow_hosts, resolve=resolve)
         self.approvals: list[Approval] = []
         self._answers: dict[str, Approval] = {}  # this step's answers (a retry is not asked again)
 
@@ -145,23 +141,29 @@ class LiveRails:
         """Why a page at `url` is off the rails (another site, not http/https), or None."""
         if not url or url == "about:blank":
             return None
-        parts = urlsplit(url)
-        if parts.scheme not in ("http", "https"):
+        host = self._off_site(url)
+        if host is None:
+            return None
+        if not host:
             return f"the page is at {sanitize_text(url, 120)}, not an http(s) page of {self.site}"
-        host = parts.hostname or ""
-        if not same_site(f"[{host}]" if ":" in host else host, self.guard.entered_host):
-            return f"the page left {self.site} for {host}"
-        return None
+        return f"the page left {self.site} for {host}"
 
     def goto_refusal(self, url: str) -> str | None:
         """Why a `goto` to `url` must not be sent (checked before any request)."""
+        host = self._off_site(url)
+        if host is None:
+            return None
+        if not host:
+            return f"goto {sanitize_text(url, 120)!r} is not an http(s) URL of {self.site}"
+        return f"goto {host} would leave {self.site}"
+
+    def _off_site(self, url: str) -> str | None:
+        """None for an http(s) URL on the entered site; else its host ('' when it has no http(s) host)."""
         parts = urlsplit(url)
         host = parts.hostname or ""
         if parts.scheme not in ("http", "https") or not host:
-            return f"goto {sanitize_text(url, 120)!r} is not an http(s) URL of {self.site}"
-        if not same_site(f"[{host}]" if ":" in host else host, self.guard.entered_host):
-            return f"goto {host} would leave {self.site}"
-        return None
+            return ""
+        return None if same_site(host_literal(host), self.guard.entered_host) else host
 
     # --- fields and the gate -----------------------------------------------------------------------
     def field_refusal(self, action: Action, control: ControlInfo | None) -> str | None:
@@ -174,7 +176,7 @@ class LiveRails:
     def new_step(self) -> None:
         self._answers.clear()
 
-    def review(self, action: Action, control: ControlInfo | None, page: Any, label: str = "") -> Approval | None:
+    def review(self, action: Action, control: ControlInfo | None, page: Any) -> Approval | None:
         """Right before `action` runs: raise RailsRefusal for a refused field or an off-site goto; ask the
         gate about a sensitive action (its `Approval`, approved or not); None when nothing was needed."""
         if action.name == "goto":
@@ -192,15 +194,13 @@ class LiveRails:
         )  # fmt: skip
         if reason is None:
             return None
-        from awm.actions import render_action
-
         rendered = render_action(action)
         if rendered in self._answers:
             return self._answers[rendered]
         value = action.args.get("value", action.args.get("options", ""))
         request = GateRequest(
             action=rendered, reason=reason, element=control.describe(),
-            value=str(value) if value else "", url=_page_url(page), screenshot_png=_screenshot(page), label=label,
+            value=str(value) if value else "", url=_page_url(page), screenshot_png=_screenshot(page),
         )  # fmt: skip
         approval = self.gate.ask(request)
         self.approvals.append(approval)
@@ -219,6 +219,11 @@ class LiveRails:
             "approvals": [a.model_dump(mode="json") for a in self.approvals],
             "stop_reason": self.guard.stop_reason,
         }
+
+
+def host_literal(host: str) -> str:
+    """A host as the rails read it in a URL: an IPv6 address in brackets, anything else as is."""
+    return f"[{host}]" if ":" in host else host
 
 
 def _page_url(page: Any) -> str:

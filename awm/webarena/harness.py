@@ -496,19 +496,16 @@ def _control_for(session: BrowserSession, action: Action) -> ControlInfo | None:
 
 def _finish(trajectory: Trajectory, end: EpisodeEnd, session: BrowserSession, started: float) -> Trajectory:
     trajectory.end = end
-    if session.rails is not None and is_live(trajectory.task):
+    trajectory.seconds = round(time.monotonic() - started, 3)
+    if is_live(trajectory.task):
         # A user-named page has no reward: the judge decides, or the agent's own end is reported as such.
-        trajectory.meta["rails"] = session.rails.record()
-        trajectory.seconds = round(time.monotonic() - started, 3)
-        return trajectory
-    if end == "refused":  # the start URL was refused before a page opened
-        trajectory.seconds = round(time.monotonic() - started, 3)
+        if session.rails is not None:  # None: the start URL was refused before a page opened
+            trajectory.meta["rails"] = session.rails.record()
         return trajectory
     trajectory.verdict.reward = float(session.reward) if end != "env_error" else 0.0
     raw = session.info.get("task_info", {}).get("RAW_REWARD_GLOBAL") if end != "env_error" else None
     if isinstance(raw, int | float) or hasattr(raw, "item"):
         trajectory.verdict.raw_reward = float(raw)
-    trajectory.seconds = round(time.monotonic() - started, 3)
     trajectory.meta.setdefault("env_info", _plain(session.info.get("task_info", {})))
     return trajectory
 
