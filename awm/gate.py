@@ -15,9 +15,9 @@ harness records on the step: who approved what, when, and what they were shown.
 
 from __future__ import annotations
 
-import os
 import select
 import sys
+import uuid
 from pathlib import Path
 from typing import IO, Protocol
 
@@ -176,6 +176,7 @@ class TerminalGate:
         if self.shots_dir is None or not request.screenshot_png:
             return ""
         name = "".join(c if c.isalnum() or c in "-_" else "-" for c in (request.label or "request"))
-        path = Path(self.shots_dir) / f"{name}-{os.getpid()}.png"
+        # One file per question: each Approval keeps pointing at what that person was shown.
+        path = Path(self.shots_dir) / f"{name}-{uuid.uuid4().hex[:8]}.png"
         write_bytes_atomic(path, request.screenshot_png)
         return str(path)

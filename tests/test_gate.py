@@ -88,3 +88,6 @@ def test_terminal_gate_times_out_on_a_silent_terminal_and_saves_the_screenshot(t
     assert not approval.approved and approval.approver == "timeout"
     saved = Path(approval.screenshot)
     assert saved.parent == tmp_path and saved.read_bytes().startswith(b"\x89PNG") and "step-0" in saved.name
+    again = TerminalGate(0.01, shots_dir=tmp_path, input_stream=io.StringIO("n\n"), output=io.StringIO())
+    assert Path(again.ask(request(b"\x89PNG second")).screenshot) != saved  # never overwritten
+    assert saved.read_bytes() == b"\x89PNG\r\n\x1a\nfake"
