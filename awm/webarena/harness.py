@@ -251,19 +251,26 @@ LIVE_REACTED = "If the page now shows the goal done, finish with"
 GAINED_STATES = (" is now selected", " is now checked", " is now unchecked", " is now pressed")
 
 
-def page_reaction(before: PageState, after: PageState) -> str:
-    """What the page showed in answer to an action: states gained (selected, checked...) and the first
-    lines of new text; '' when it only moved focus or echoed the agent's typing. Measured: a reminder to
-    finish after a mere focus move made the model give up with report_infeasible."""
+def page_reaction(before: PageState, after: PageState, changes: list[str]) -> str:
+    """What the page showed in answer to an action (`changes`: `describe_changes` of the two pages):
+    states gained (selected, checked...) and the first lines of new text; '' when it only moved focus or
+    echoed the agent's typing. Measured: a reminder to finish after a mere focus move made the model give
+    up with report_infeasible."""
     if before.snapshot is None or after.snapshot is None:
         return ""
-    changes = describe_changes(before.snapshot, after.snapshot)
     states = [c for c in changes if c.endswith(GAINED_STATES) and not c.startswith("the value of")]
     shown = [*states, *new_text(before.snapshot, after.snapshot)]
     return "; ".join(shown)[:200]
 
 
-def _feedback(result: ExecResult, before: PageState, after: PageState, nudge: str, *, reaction: str = "") -> str:
+def _changes(before: PageState, after: PageState) -> list[str] | None:
+    """What changed between the two pages (None without snapshots)."""
+    if before.snapshot is None or after.snapshot is None:
+        return None
+    return describe_changes(before.snapshot, after.snapshot)
+
+
+def _feedback(result: ExecResult, changes: list[str] | None, nudge: str, *, reaction: str = "") -> str:
     """Stage 3: what the action did (the page diff), the failure verbatim, what we did on its behalf.
     On a live page that reacted (`reaction`), the finishing action is written out with what the page
     showed: a small model copies what it is shown (told "send_msg_to_user('the answer')", it sent
@@ -273,8 +280,8 @@ def _feedback(result: ExecResult, before: PageState, after: PageState, nudge: st
         parts.append(f"{result.outcome}: {result.error}")
     if result.note:
         parts.append(result.note)
-    if before.snapshot is not None and after.snapshot is not None:
-        parts.append("Page: " + render_changes(describe_changes(before.snapshot, after.snapshot)))
+    if changes is not None:
+        parts.append("Page: " + render_changes(changes))
     if nudge:
         parts.append(nudge)
     if reaction:
@@ -424,9 +431,10 @@ def _run_step(
     t0 = time.perf_counter()
     after = session.observe()
     step.timings_ms["observe"] = (time.perf_counter() - t0) * 1000
-    if rails is not None and result.outcome == "ok":
-        step.reaction = page_reaction(page, after)
-    step.feedback = _feedback(result, page, after, nudge, reaction=step.reaction)
+    changes = _changes(page, after)
+    if rails is not None and result.outcome == "ok" and changes is not None:
+        step.reaction = page_reaction(page, after, changes)
+    step.feedback = _feedback(result, changes, nudge, reaction=step.reaction)
     if rails is not None:  # the domain check after the step
         stop = rails.stop_reason(after.url)
         if stop:
