@@ -28,6 +28,7 @@ def _mount() -> None:
     """Mount every area's commands. Imports stay inside so `awm --help` does not load torch or Playwright."""
     from awm import demo, doctor
     from awm.actions_cli import app as actions_app
+    from awm.app.serve_cli import register as register_serve
     from awm.induction.commands import register as register_induce
     from awm.llm.commands import app as llm_app
     from awm.memory.commands import app as memory_app
@@ -47,6 +48,7 @@ def _mount() -> None:
     register_induce(app)
     register_ablate(app)
     register_replay(app)
+    register_serve(app)
     register_mind2web_run(mind2web_app)
     app.add_typer(mind2web_app, name="mind2web")
     app.add_typer(pipeline_app, name="pipeline")

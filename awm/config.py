@@ -104,7 +104,7 @@ DEFAULT_SENSITIVE_FIELDS = ("email", "e-mail", "phone", "mobile", "address", "bi
 DEFAULT_SENSITIVE_CLICKS = (
     "buy", "pay", "order", "delete", "remove", "send", "transfer", "confirm", "purchase", "checkout",
 )  # fmt: skip
-ConfirmMode = Literal["deny", "terminal"]
+ConfirmMode = Literal["deny", "terminal", "app"]
 
 
 class RailsSettings(BaseModel):
@@ -112,8 +112,9 @@ class RailsSettings(BaseModel):
 
     `allow_hosts` names hosts let through the address rules (how tests reach 127.0.0.1); nothing else
     relaxes the rails. `confirm` says who answers the confirmation gate: `deny` (no person: every
-    sensitive action is refused and the model told so) or `terminal` (y/n on the terminal, default no,
-    `confirm_timeout_s` without an answer denies). `max_steps`/`max_seconds` are the live run's budgets,
+    sensitive action is refused and the model told so), `terminal` (y/n on the terminal, default no,
+    `confirm_timeout_s` without an answer denies) or `app` (asked through files in `confirm_dir`, which
+    `awm serve`'s live page shows as approve/deny buttons; the same timeout denies). `max_steps`/`max_seconds` are the live run's budgets,
     at most LIVE_MAX_STEPS / LIVE_MAX_SECONDS; `--max-steps` may lower the step budget, never raise it.
     """
 
@@ -126,7 +127,7 @@ class RailsSettings(BaseModel):
     sensitive_clicks: list[str] = Field(default_factory=lambda: list(DEFAULT_SENSITIVE_CLICKS))
     max_steps: int = Field(default=15, ge=1, le=LIVE_MAX_STEPS)
     max_seconds: float = Field(default=600.0, gt=0, le=LIVE_MAX_SECONDS)
-    confirm_dir: Path | None = None  # where the terminal gate saves the screenshot it shows (the run folder)
+    confirm_dir: Path | None = None  # where a gate saves what it shows, and the app gate's questions (RUN/confirm)
 
 
 class BrowserSettings(BaseModel):

@@ -8,22 +8,26 @@ pay, order, delete, remove, send, transfer, confirm, ...), and a fill of a field
 placeholder, aria-label or id has a configured sensitive-field term (email, phone, address, ...).
 
 The gates: `DenyGate` when no person is there (every sensitive action is denied, and the model is told
-so), `TerminalGate` for `awm run --confirm` (y/n, default no, silence past the timeout denies). The live
-application brings its own (an approve/deny control on the page). Every answer is an `Approval` that the
+so), `TerminalGate` for `awm run --confirm` (y/n, default no, silence past the timeout denies), and
+`FolderGate` for the live application (`awm serve`): the run, a child process, writes each question to a
+file; the page shows it with approve/deny buttons and the server writes the answer beside it. Every answer is an `Approval` that the
 harness records on the step: who approved what, when, and what they were shown.
 """
 
 from __future__ import annotations
 
+import json
+import os
 import select
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import IO, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
-from awm.files import write_bytes_atomic
+from awm.files import write_bytes_atomic, write_text_atomic
 from awm.rails import FieldInfo, field_term, words_of
 from awm.trajectory import Approval
 
@@ -180,3 +184,74 @@ class TerminalGate:
         path = Path(self.shots_dir) / f"{name}-{uuid.uuid4().hex[:8]}.png"
         write_bytes_atomic(path, request.screenshot_png)
         return str(path)
+
+
+QUESTION_SUFFIX = ".question.json"
+ANSWER_SUFFIX = ".answer.json"
+
+
+def answer_question(folder: Path, question_id: str, *, approve: bool, by: str) -> bool:
+    """Write the answer to one question, once: False when it was already answered (by a person, or by the
+    run itself when its wait ran out). Exclusive by `os.link`, so two answers can never both count."""
+    folder = Path(folder)
+    final = folder / f"{question_id}{ANSWER_SUFFIX}"
+    tmp = folder / f"{question_id}.{uuid.uuid4().hex[:8]}.tmp"
+    tmp.write_text(json.dumps({"approve": bool(approve), "by": by, "answered_at": time.time()}))
+    try:
+        os.link(tmp, final)
+    except FileExistsError:
+        return False
+    finally:
+        tmp.unlink(missing_ok=True)
+    return True
+
+
+def read_answer(folder: Path, question_id: str) -> dict | None:
+    path = Path(folder) / f"{question_id}{ANSWER_SUFFIX}"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+class FolderGate:
+    """Asks through a folder: `<id>.question.json` (and `<id>.png`, what the page showed) out, then waits
+    for `<id>.answer.json` (`{"approve": true|false, "by": ...}`), polling every `poll_s`.
+
+    Why files and not a socket: the run is a child process of `awm serve`, files survive either side
+    restarting, and the question and its answer stay in the run folder as the record. No answer within
+    `timeout_s` denies, and the gate writes that answer itself, so a late click finds it answered.
+    """
+
+    def __init__(self, folder: Path, timeout_s: float, *, poll_s: float = 0.2) -> None:
+        self.folder = Path(folder)
+        self.timeout_s = timeout_s
+        self.poll_s = poll_s
+
+    def ask(self, request: GateRequest) -> Approval:
+        name = "".join(c if c.isalnum() or c in "-_" else "-" for c in (request.label or "request"))
+        question_id = f"{name}-{uuid.uuid4().hex[:8]}"
+        shot = ""
+        if request.screenshot_png:
+            shot = f"{question_id}.png"
+            write_bytes_atomic(self.folder / shot, request.screenshot_png)
+        question = {
+            "id": question_id, "action": request.action, "reason": request.reason, "element": request.element,
+            "value": request.value, "url": request.url, "screenshot": shot, "asked_at": time.time(),
+            "timeout_s": self.timeout_s,
+        }  # fmt: skip
+        write_text_atomic(self.folder / f"{question_id}{QUESTION_SUFFIX}", json.dumps(question))
+        deadline = time.monotonic() + self.timeout_s
+        while time.monotonic() < deadline:
+            answer = read_answer(self.folder, question_id)
+            if answer is not None:
+                return self._approval(request, answer, shot)
+            time.sleep(self.poll_s)
+        answer_question(self.folder, question_id, approve=False, by="timeout")
+        return self._approval(request, read_answer(self.folder, question_id) or {}, shot)
+
+    def _approval(self, request: GateRequest, answer: dict, shot: str) -> Approval:
+        by = str(answer.get("by") or "timeout")
+        path = str(self.folder / shot) if shot else ""
+        return request.approval(answer.get("approve") is True, by, path)

@@ -87,6 +87,7 @@ class Step(BaseModel):
     completion_tokens: int = 0
     llm_calls: int = 0
     prompt_hash: str = ""  # sha256 of the exact messages sent for this step (empty: no model call)
+    prompt: list[dict[str, str]] = Field(default_factory=list)  # those messages (role, content), to show
     screenshot: str | None = None
     # A sub-step of a `run_workflow` call: the index of the model step that called it, the workflow's
     # name, and how its target was grounded on this page (rule, score, candidates). None: a model step.

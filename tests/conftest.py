@@ -34,6 +34,15 @@ def base_url() -> Iterator[str]:
 
 
 @pytest.fixture(scope="module")
+def live_page_url() -> Iterator[str]:
+    """The live-run fixture page (a form with password, card and email fields, a Delete button) on 127.0.0.1."""
+    from awm.suite.runner import serve_pages
+
+    with serve_pages(FIXTURE_PAGES) as base:
+        yield f"{base}/live_account.html"
+
+
+@pytest.fixture(scope="module")
 def session():
     """One real-Chromium BrowserGym session for a test module (0.3 s observation delay)."""
     from awm.config import BrowserSettings
@@ -52,3 +61,20 @@ def chromium():
     browser = _get_global_playwright().chromium.launch(chromium_sandbox=False)
     yield browser
     browser.close()
+
+
+@pytest.fixture(scope="session")
+def scripted_runs(tmp_path_factory) -> Path:
+    """A folder of runs, as `awm serve --runs` takes: one run (`scripted`) made by the scripted policy in
+    real Chromium (login-user and click-test, seed 0), with its screenshots, database and summary."""
+    import subprocess
+    import sys
+
+    root = tmp_path_factory.mktemp("served") / "runs"
+    done = subprocess.run(
+        [sys.executable, "-m", "awm.cli", "run", "--tasks", "login-user,click-test", "--seeds", "0",
+         "--policy", "scripted", "--out", str(root / "scripted")],
+        capture_output=True, text=True, timeout=300, cwd=Path(__file__).resolve().parents[1],
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root

@@ -30,6 +30,7 @@ import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 
@@ -209,3 +210,14 @@ class StubLLMServer:
             self._server.server_close()
         if self._thread is not None:
             self._thread.join(timeout=5)
+
+
+def stub_settings_file(folder: Path, base_url: str, *, rails: str = "") -> Path:
+    """A settings file (`awm run --config`, `awm serve --config`) that points the model at this stub;
+    `rails` adds lines under `[browser.rails]` (e.g. ``max_steps = 4``)."""
+    config = Path(folder) / "stub.toml"
+    config.write_text(
+        f'[llm]\nbackend = "openai"\nbase_url = "{base_url}"\nmodel = "stub"\ncache = false\n'
+        f"[browser]\npre_observation_delay = 0.2\n[browser.rails]\nconfirm_timeout_s = 20\n{rails}"
+    )
+    return config

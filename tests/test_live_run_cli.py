@@ -10,14 +10,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from awm.traces import open_run
-from tests.conftest import FIXTURE_PAGES
-from tests.stub_llm_server import Reply, StubLLMServer
+from tests.stub_llm_server import Reply, StubLLMServer, stub_settings_file
 
 REPO = Path(__file__).resolve().parents[1]
 DELETE_BID = "17"  # BrowserGym's id of the 'Delete account' button on live_account.html (checked below)
@@ -29,23 +27,6 @@ def awm(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str
     )
 
 
-@pytest.fixture(scope="module")
-def page_url() -> Iterator[str]:
-    from awm.suite.runner import serve_pages
-
-    with serve_pages(FIXTURE_PAGES) as base:
-        yield f"{base}/live_account.html"
-
-
-def stub_config(tmp_path: Path, base_url: str) -> Path:
-    config = tmp_path / "stub.toml"
-    config.write_text(
-        f'[llm]\nbackend = "openai"\nbase_url = "{base_url}"\nmodel = "stub"\ncache = false\n'
-        "[browser]\npre_observation_delay = 0.2\n[browser.rails]\nconfirm_timeout_s = 20\n"
-    )
-    return config
-
-
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -53,11 +34,12 @@ def stub_config(tmp_path: Path, base_url: str) -> Path:
         (["--goal", "look around", "--allow-host", "127.0.0.1", "--max-steps", "99"], "above the live-run step budget 15"),
         (["--goal", "look around", "--allow-host", "127.0.0.1", "--tasks", "click-test"], "either --tasks"),
         (["--allow-host", "127.0.0.1"], "needs a goal"),
+        (["--goal", "look", "--allow-host", "127.0.0.1", "--confirm-with", "app"], "--confirm-with goes with --confirm"),
     ],
 )  # fmt: skip
-def test_bad_live_requests_fail_before_any_browser(page_url: str, tmp_path: Path, args: list[str], message: str) -> None:
+def test_bad_live_requests_fail_before_any_browser(live_page_url: str, tmp_path: Path, args: list[str], message: str) -> None:
     out = tmp_path / "run"
-    done = awm("run", "--url", page_url, *args, "--out", str(out))
+    done = awm("run", "--url", live_page_url, *args, "--out", str(out))
     assert done.returncode == 2, done.stdout + done.stderr
     assert message in done.stderr and "Traceback" not in done.stderr
     assert not out.exists()
@@ -69,13 +51,13 @@ def test_goal_without_url_is_refused() -> None:
 
 
 @pytest.mark.browser
-def test_a_live_run_ends_on_the_agents_answer_and_reports_it_as_self_reported(page_url: str, tmp_path: Path) -> None:
+def test_a_live_run_ends_on_the_agents_answer_and_reports_it_as_self_reported(live_page_url: str, tmp_path: Path) -> None:
     out = tmp_path / "run"
     answer = "The page is open.\nsend_msg_to_user('The status reads: Nothing changed yet')"
     with StubLLMServer([Reply(text=answer)]) as stub:
         done = awm(
-            "run", "--url", page_url, "--goal", "What does the status line say?", "--allow-host", "127.0.0.1",
-            "--config", str(stub_config(tmp_path, stub.base_url)), "--out", str(out),
+            "run", "--url", live_page_url, "--goal", "What does the status line say?", "--allow-host", "127.0.0.1",
+            "--config", str(stub_settings_file(tmp_path, stub.base_url)), "--out", str(out),
         )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "the agent says: The status reads: Nothing changed yet" in done.stdout
@@ -83,7 +65,7 @@ def test_a_live_run_ends_on_the_agents_answer_and_reports_it_as_self_reported(pa
     summary = json.loads((out / "summary.json").read_text())
     [episode] = summary["episodes"]
     assert episode["end"] == "answered" and episode["verdict_source"] == "self-reported"
-    assert not episode["success"] and episode["start_url"] == page_url
+    assert not episode["success"] and episode["start_url"] == live_page_url
     assert "the agent ended it itself as 'answered' (self-reported)" in (out / "summary.md").read_text()
     with open_run(out) as db:
         [row] = db.episodes()
@@ -97,7 +79,7 @@ def test_a_live_run_ends_on_the_agents_answer_and_reports_it_as_self_reported(pa
 @pytest.mark.browser
 @pytest.mark.parametrize(("typed", "approved"), [("y\n", True), ("n\n", False)])
 def test_confirm_asks_on_the_terminal_and_the_trace_records_the_answer(
-    page_url: str, tmp_path: Path, typed: str, approved: bool
+    live_page_url: str, tmp_path: Path, typed: str, approved: bool
 ) -> None:
     out = tmp_path / "run"
     replies = [
@@ -106,8 +88,8 @@ def test_confirm_asks_on_the_terminal_and_the_trace_records_the_answer(
     ]
     with StubLLMServer(replies) as stub:
         done = awm(
-            "run", "--url", page_url, "--goal", "Delete my account", "--allow-host", "127.0.0.1", "--confirm",
-            "--config", str(stub_config(tmp_path, stub.base_url)), "--out", str(out), stdin=typed,
+            "run", "--url", live_page_url, "--goal", "Delete my account", "--allow-host", "127.0.0.1", "--confirm",
+            "--config", str(stub_settings_file(tmp_path, stub.base_url)), "--out", str(out), stdin=typed,
         )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Allow it? [y/N]" in done.stderr and "the control says 'delete'" in done.stderr
@@ -123,7 +105,7 @@ def test_confirm_asks_on_the_terminal_and_the_trace_records_the_answer(
 
 
 @pytest.mark.browser
-def test_with_judge_the_live_run_gets_a_verdict_instead_of_a_self_report(page_url: str, tmp_path: Path) -> None:
+def test_with_judge_the_live_run_gets_a_verdict_instead_of_a_self_report(live_page_url: str, tmp_path: Path) -> None:
     out = tmp_path / "run"
     replies = [
         Reply(text="The page is open.\nsend_msg_to_user('The status reads: Nothing changed yet')"),
@@ -131,8 +113,8 @@ def test_with_judge_the_live_run_gets_a_verdict_instead_of_a_self_report(page_ur
     ]
     with StubLLMServer(replies) as stub:
         done = awm(
-            "run", "--url", page_url, "--goal", "What does the status line say?", "--allow-host", "127.0.0.1",
-            "--judge", "--config", str(stub_config(tmp_path, stub.base_url)), "--out", str(out),
+            "run", "--url", live_page_url, "--goal", "What does the status line say?", "--allow-host", "127.0.0.1",
+            "--judge", "--config", str(stub_settings_file(tmp_path, stub.base_url)), "--out", str(out),
         )  # fmt: skip
         judged = [r for r in stub.requests if "The status reads" in json.dumps(r.body)]
     assert done.returncode == 0, done.stdout + done.stderr

@@ -74,14 +74,6 @@ def _writing_style(style: str, scope: str) -> Literal["mind2web", "webarena"]:
     return style_for_scope(scope) if style == "auto" else style  # type: ignore[return-value]
 
 
-def _require_head(store: WorkflowStore, scope: str) -> int:
-    head = store.head_version(scope)
-    if head is None:
-        known = ", ".join(store.scopes()) or "none"
-        raise AwmError(f"{store.path}: no memory scope {scope!r} (known scopes: {known})")
-    return head
-
-
 def _echo_json(data: object) -> None:
     typer.echo(json.dumps(data, indent=2, ensure_ascii=False))
 
@@ -119,7 +111,7 @@ def log_command(scope: ScopeArgument, json_out: JsonOption = False, db: DbOption
     Example: awm memory log miniwob/login-user --json
     """
     with _open(db) as store:
-        head = _require_head(store, scope)
+        head = store.require_head(scope)
         versions = store.log(scope)
     if json_out:
         _echo_json(
@@ -161,7 +153,7 @@ def show_command(
     """
     chosen = _writing_style(style, scope)
     with _open(db) as store:
-        number = version if version is not None else _require_head(store, scope)
+        number = version if version is not None else store.require_head(scope)
         snapshot = store.get(scope, number)
     if json_out:
         _echo_json(
@@ -203,7 +195,7 @@ def rollback_command(
     Example: awm memory rollback miniwob/login-user 3
     """
     with _open(db) as store:
-        _require_head(store, scope)
+        store.require_head(scope)
         new = store.rollback(scope, version)
     typer.echo(f"{scope}: version {new.version} (content of version {version}, parent {new.parent})")
 
@@ -247,7 +239,7 @@ def export_command(
     with _open(db) as store:
         head = store.head(scope)
         if head is None:
-            _require_head(store, scope)
+            store.require_head(scope)
             return
         target_dir = folder if folder is not None else store.path.parent
     path = _scope_file(target_dir, scope)

@@ -71,6 +71,10 @@ CREATE TABLE IF NOT EXISTS heads (scope TEXT PRIMARY KEY, version INTEGER NOT NU
 """
 
 
+class UnknownScopeError(DataError):
+    """A scope with no version in this store (the CLI prints it; the application answers 404)."""
+
+
 class MemoryVersion(BaseModel):
     """An immutable snapshot of one scope's workflows."""
 
@@ -269,6 +273,14 @@ class WorkflowStore:
     def head_version(self, scope: str) -> int | None:
         row = self._db.execute("SELECT version FROM heads WHERE scope = ?", (scope,)).fetchone()
         return None if row is None else int(row[0])
+
+    def require_head(self, scope: str) -> int:
+        """The scope's head version; `UnknownScopeError` naming the known scopes when it has none."""
+        head = self.head_version(scope)
+        if head is None:
+            known = ", ".join(self.scopes()) or "none"
+            raise UnknownScopeError(f"{self.path}: no memory scope {scope!r} (known scopes: {known})")
+        return head
 
     def head_info(self, scope: str) -> HeadInfo | None:
         """The head's version, workflow ids and names, without parsing any workflow body."""

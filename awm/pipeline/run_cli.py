@@ -43,6 +43,14 @@ def run_command(
             "(submitting a form; buy, pay, delete, send...; a sensitive field). Without it they are denied.",
         ),
     ] = False,
+    confirm_with: Annotated[
+        str,
+        typer.Option(
+            "--confirm-with",
+            help="With --confirm: who answers: terminal (y/n here) | app (files in RUN/confirm, answered on "
+            "awm serve's live page, which starts runs this way).",
+        ),
+    ] = "terminal",
     allow_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -144,6 +152,10 @@ def run_command(
     elif benchmark is not None:
         raise ConfigError("--url runs a live page; leave out --benchmark")
     benchmark = "live" if live else (benchmark or "miniwob")
+    if confirm_with not in ("terminal", "app"):
+        raise ConfigError(f"--confirm-with must be terminal or app (got '{confirm_with}')")
+    if confirm_with != "terminal" and not confirm:
+        raise ConfigError("--confirm-with goes with --confirm")
     if memory_mode not in ("all", "topk"):
         raise ConfigError(f"--memory-mode must be all or topk (got '{memory_mode}')")
     if workflows not in ("text", "executable"):
@@ -165,7 +177,8 @@ def run_command(
     if live:
         assert url is not None
         settings, max_steps = live_settings(
-            settings, url, allow_hosts=allow_host or [], confirm=confirm, max_steps=max_steps, run_dir=run_dir,
+            settings, url, allow_hosts=allow_host or [], confirm=confirm_with if confirm else None,
+            max_steps=max_steps, run_dir=run_dir,
             policy=policy, workers=workers,
         )  # fmt: skip
         task_names = [url]
@@ -221,7 +234,7 @@ def live_settings(
     url: str,
     *,
     allow_hosts: list[str],
-    confirm: bool,
+    confirm: str | None,
     max_steps: int | None,
     run_dir: Path,
     policy: str,
@@ -230,7 +243,8 @@ def live_settings(
     """The settings of a live run and its step budget; the URL is checked here, before any browser.
 
     `--max-steps` may lower the live budget (`[browser.rails] max_steps`), never raise it; a refused URL
-    is a `RailsError` with the reason, exactly what `awm rails check` says.
+    is a `RailsError` with the reason, exactly what `awm rails check` says. `confirm` names who answers
+    the gate (terminal or app); None keeps `[browser.rails] confirm`.
     """
     from awm.rails import RailsError, check_url
 
@@ -252,7 +266,7 @@ def live_settings(
     updated = rails.model_copy(
         update={
             "allow_hosts": hosts,
-            "confirm": "terminal" if confirm else rails.confirm,
+            "confirm": confirm or rails.confirm,
             "confirm_dir": Path(run_dir) / "confirm",
         }
     )

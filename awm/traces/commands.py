@@ -73,15 +73,39 @@ def show(
 @app.command("export")
 def export(
     run_dir: RunDir,
-    episode: Annotated[str, typer.Argument(help="Episode id, unique id prefix, or task key.")],
+    episode: Annotated[
+        str | None, typer.Argument(help="Episode id, unique id prefix, or task key (with --html: all when omitted).")
+    ] = None,
     out: Annotated[
         Path | None, typer.Argument(help="Output file; stdout when omitted.", dir_okay=False)
     ] = None,
+    html: Annotated[
+        Path | None,
+        typer.Option(
+            "--html", metavar="OUT.html", dir_okay=False,
+            help="Write one self-contained HTML page instead (screenshots embedded), of the episode or the whole run.",
+        ),
+    ] = None,
 ) -> None:
-    """Write an episode's full trajectory JSON (rebuilt from the database if the episode never ended).
+    """Write an episode's full trajectory JSON (rebuilt from the database if the episode never ended),
+    or, with --html, a page to share a run or an episode without a server.
 
     Example: awm traces export runs/miniwob-1 click-button#0 click-button.json
+
+    Example: awm traces export runs/miniwob-1 --html miniwob-1.html
     """
+    if html is not None:
+        from awm.app.export import export_html
+        from awm.files import write_text_atomic
+
+        if out is not None:
+            raise typer.BadParameter("give OUT or --html, not both")
+        page = export_html(run_dir, episode)
+        write_text_atomic(html, page)
+        typer.echo(f"wrote {html} ({len(page) // 1024} KiB)", err=True)
+        return
+    if episode is None:
+        raise typer.BadParameter("EPISODE is needed for a JSON export (or use --html for the whole run)")
     with open_run(run_dir) as db:
         trajectory = db.trajectory(episode)
     if out is None:

@@ -96,6 +96,7 @@ CREATE TABLE IF NOT EXISTS step (
     grounding TEXT NOT NULL DEFAULT '',
     approval TEXT,
     reaction TEXT NOT NULL DEFAULT '',
+    prompt TEXT NOT NULL DEFAULT '[]',
     UNIQUE(episode_id, idx)
 );
 """
@@ -110,6 +111,7 @@ ADDED_COLUMNS = (
     ("step", "grounding", "TEXT NOT NULL DEFAULT ''"),
     ("step", "approval", "TEXT"),
     ("step", "reaction", "TEXT NOT NULL DEFAULT ''"),
+    ("step", "prompt", "TEXT NOT NULL DEFAULT '[]'"),
 )
 
 
@@ -203,6 +205,7 @@ class StepRow(BaseModel):
     grounding: str = ""
     approval: Approval | None = None  # the confirmation gate's answer (live runs)
     reaction: str = ""
+    prompt: list[dict[str, str]] = Field(default_factory=list)  # the messages sent (old folders: none)
 
     @property
     def timings_ms(self) -> dict[str, float]:
@@ -239,6 +242,7 @@ class StepRow(BaseModel):
             grounding=self.grounding,
             approval=self.approval,
             reaction=self.reaction,
+            prompt=self.prompt,
         )
 
 
@@ -280,6 +284,7 @@ def step_values(
         "grounding": step.grounding,
         "approval": None if step.approval is None else step.approval.model_dump_json(),
         "reaction": step.reaction,
+        "prompt": _dumps(step.prompt),
     }
 
 
@@ -437,7 +442,7 @@ class RunDatabase:
         rows = self._conn.execute(
             "SELECT * FROM step WHERE episode_id = ? ORDER BY idx", (episode_id,)
         ).fetchall()
-        return [self._row(StepRow, r, ("action", "target", "timings", "approval")) for r in rows]
+        return [self._row(StepRow, r, ("action", "target", "timings", "approval", "prompt")) for r in rows]
 
     def find_episode(self, ref: str) -> EpisodeRow:
         """An episode by exact id, unique id prefix, or task key (the latest attempt of that task)."""

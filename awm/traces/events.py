@@ -49,8 +49,10 @@ def step_data(step: Step, *, prompt_hash: str = "", screenshot: str | None = Non
     return {
         "index": step.index,
         "outcome": step.outcome,
+        "thought": step.thought,
         "action_str": step.action_str,
         "error": step.error,
+        "feedback": step.feedback,
         "url": step.url,
         "timings_ms": step.timings_ms,
         "prompt_tokens": step.prompt_tokens,

@@ -255,6 +255,7 @@ class LLMAgent:
             llm_ms=result.seconds * 1000.0 + checked.llm_ms,
             llm_calls=1 + checked.llm_calls,
             prompt_hash=prompt_hash(request.messages),
+            prompt=list(request.messages),
             workflows=shown,
         )
 
@@ -284,4 +285,5 @@ class LLMAgent:
             text=f"The page shows the goal is done.\n{finish_action(last.reaction)}" if done else "",
             prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
             llm_ms=result.seconds * 1000.0, llm_calls=1, prompt_hash=prompt_hash(messages) if done else "",
+            prompt=messages if done else [],
         )  # fmt: skip

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 from awm.actions import Action, browsergym_action_set
 from awm.config import BrowserSettings
 from awm.errors import ConfigError, SetupError
-from awm.gate import DenyGate, Gate, TerminalGate
+from awm.gate import DenyGate, FolderGate, Gate, TerminalGate
 from awm.proctree import descendants, kill_pids
 from awm.rails import RailsError
 from awm.trajectory import TargetDesc, Task
@@ -296,6 +296,10 @@ class BrowserSession:
         rails = self.config.rails
         if rails.confirm == "terminal":
             return TerminalGate(rails.confirm_timeout_s, shots_dir=rails.confirm_dir)
+        if rails.confirm == "app":
+            if rails.confirm_dir is None:
+                raise ConfigError("[browser.rails] confirm = 'app' needs confirm_dir (the folder the app answers in)")
+            return FolderGate(rails.confirm_dir, rails.confirm_timeout_s)
         return DenyGate()
 
     def _make_env(self, env_id: str, task_kwargs: dict[str, Any], *, live: bool = False) -> Any:

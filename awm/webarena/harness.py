@@ -35,7 +35,8 @@ class Decision(BaseModel):
     """One policy answer: the raw text (parsed by the harness, never executed as is) and its cost.
 
     `workflows` names the workflows this answer's prompt carried (after budget fitting); `prompt_hash`
-    identifies the exact prompt. Both are recorded on the step and the trajectory by the harness."""
+    identifies the exact prompt and `prompt` holds its messages (what the episode viewer shows). All are
+    recorded on the step (and the workflows on the trajectory) by the harness."""
 
     text: str
     prompt_tokens: int = 0
@@ -43,6 +44,7 @@ class Decision(BaseModel):
     llm_ms: float = 0
     llm_calls: int = 1
     prompt_hash: str = ""
+    prompt: list[dict[str, str]] = Field(default_factory=list)
     workflows: list[str] = Field(default_factory=list)
 
 
@@ -211,6 +213,7 @@ def _decide_and_parse(
         step.completion_tokens += decision.completion_tokens
         step.llm_calls += decision.llm_calls
         step.prompt_hash = decision.prompt_hash or step.prompt_hash
+        step.prompt = decision.prompt or step.prompt
         for name in decision.workflows:
             if name not in trajectory.workflows_used:
                 trajectory.workflows_used.append(name)

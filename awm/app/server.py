@@ -1,0 +1,225 @@
+"""The application: `create_app(settings)` mounts the static files, the run and episode routes (here),
+and the memory, ablation and live routers; the HTML pages and the JSON API read the same rows.
+
+Errors: a name that is not served is a 404 (`NotServed`); a run folder that cannot be read is a 422
+naming the file and what was wrong (`AwmError`); the API answers JSON, the pages an HTML page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import Depends, FastAPI, Query, Request
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from awm.errors import AwmError
+from awm.pipeline.summary import live_facts, summarize_episode
+from awm.traces.db import EpisodeRow, RunDatabase, StepRow
+
+from .catalog import Catalog, Folder, NotServed
+from .runs import STATUSES, RunListing, episode_status, read_run, recoveries, run_listing, step_tree
+from .web import STATIC_DIR, AppContext, AppSettings, context, page
+
+Ctx = Annotated[AppContext, Depends(context)]
+
+
+def list_runs(ctx: AppContext) -> list[RunListing]:
+    """Every served run and ablation folder, newest first; an unreadable one is listed with its error."""
+    rows: list[RunListing] = []
+    for folder in ctx.catalog.folders().values():
+        if folder.kind == "ablation":
+            rows.append(ablation_listing(folder))
+            continue
+        try:
+            run, episodes, steps = read_run(folder)
+        except AwmError as exc:
+            rows.append(RunListing(key=folder.key, name=folder.path.name, created_at="", status="unreadable", error=str(exc)))
+            continue
+        rows.append(run_listing(folder, run, episodes, sum(recoveries(s) for s in steps.values())))
+    return sorted(rows, key=lambda r: (r.created_at, r.key), reverse=True)
+
+
+def ablation_listing(folder: Folder) -> RunListing:
+    from datetime import UTC, datetime
+
+    created = datetime.fromtimestamp(folder.path.stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return RunListing(key=folder.key, kind="ablation", name=folder.path.name, created_at=created, status="done")
+
+
+def filter_runs(rows: list[RunListing], status: str, text: str) -> list[RunListing]:
+    """Runs with at least one episode of `status` (or a run status such as running), whose text has `text`."""
+    needle = text.strip().lower()
+    out = []
+    for row in rows:
+        if status and not (row.counts.get(status) or row.status == status):
+            continue
+        if needle and needle not in row.search_text:
+            continue
+        out.append(row)
+    return out
+
+
+def _run(ctx: AppContext, key: str) -> Folder:
+    return ctx.catalog.folder(key, "run")
+
+
+def _episode(folder: Folder, episode_id: str) -> tuple[EpisodeRow, list[StepRow]]:
+    with RunDatabase(folder.path) as db:
+        episodes = {e.id: e for e in db.episodes()}
+        if episode_id not in episodes:
+            raise NotServed(f"no episode '{episode_id}' in run {folder.key}")
+        return episodes[episode_id], db.steps(episode_id)
+
+
+def _step(steps: list[StepRow], index: int, folder: Folder, episode_id: str) -> StepRow:
+    for step in steps:
+        if step.idx == index:
+            return step
+    raise NotServed(f"no step {index} in episode '{episode_id}' of run {folder.key}")
+
+
+def episode_payload(folder: Folder, episode: EpisodeRow, steps: list[StepRow]) -> dict:
+    """`GET /api/runs/{run}/episodes/{episode}`: the episode, its status and its steps, with each step's
+    screenshot URL (or null) and its sub-steps' indexes."""
+    base = f"/api/runs/{quote(folder.key, safe='')}/episodes/{quote(episode.id, safe='')}"
+    return {
+        "run": folder.key,
+        "episode": episode.model_dump(mode="json"),
+        "status": episode_status(episode),
+        "steps": [
+            {
+                **s.model_dump(mode="json"),
+                "screenshot_url": f"{base}/steps/{s.idx}/screenshot.png" if s.screenshot else None,
+            }
+            for s in steps
+        ],
+    }
+
+
+def register_routes(app: FastAPI) -> None:
+    @app.get("/api/runs")
+    def api_runs(ctx: Ctx) -> list[dict]:
+        return [r.model_dump(mode="json") for r in list_runs(ctx)]
+
+    @app.get("/api/runs/{run}/episodes")
+    def api_episodes(run: str, ctx: Ctx) -> list[dict]:
+        folder = _run(ctx, run)
+        with RunDatabase(folder.path) as db:
+            return [{**e.model_dump(mode="json"), "status_word": episode_status(e)} for e in db.episodes()]
+
+    @app.get("/api/runs/{run}/episodes/{episode}")
+    def api_episode(run: str, episode: str, ctx: Ctx) -> dict:
+        folder = _run(ctx, run)
+        row, steps = _episode(folder, episode)
+        return episode_payload(folder, row, steps)
+
+    @app.get("/api/runs/{run}/episodes/{episode}/steps/{index}/screenshot.png")
+    def api_screenshot(run: str, episode: str, index: int, ctx: Ctx) -> FileResponse:
+        folder = _run(ctx, run)
+        _, steps = _episode(folder, episode)
+        step = _step(steps, index, folder, episode)
+        if not step.screenshot:
+            raise NotServed(f"step {index} of '{episode}' has no screenshot")
+        return FileResponse(ctx.catalog.file_in(folder, step.screenshot), media_type="image/png")
+
+    @app.get("/")
+    def runs_page(
+        request: Request, ctx: Ctx, status: Annotated[str, Query()] = "", q: Annotated[str, Query()] = ""
+    ) -> Response:
+        rows = list_runs(ctx)
+        return page(
+            request, "runs.html", runs=filter_runs(rows, status, q), total=len(rows), status=status, q=q,
+            statuses=STATUSES,
+        )  # fmt: skip
+
+    @app.get("/runs/{run}")
+    def run_page(request: Request, run: str, ctx: Ctx) -> Response:
+        folder = _run(ctx, run)
+        run_row, episodes, steps = read_run(folder)
+        listing = run_listing(folder, run_row, episodes, sum(recoveries(s) for s in steps.values()))
+        rows = [(e, episode_status(e), recoveries(steps[e.id])) for e in episodes]
+        summary = (folder.path / "summary.md").is_file()
+        return page(request, "run.html", folder=folder, run=run_row, listing=listing, rows=rows, has_summary=summary)
+
+    @app.get("/runs/{run}/episodes/{episode}")
+    def episode_page(request: Request, run: str, episode: str, ctx: Ctx) -> Response:
+        folder = _run(ctx, run)
+        return page(request, "episode.html", **episode_view_data(ctx, folder, episode, embed=False))
+
+
+def episode_view_data(ctx: AppContext | None, folder: Folder, episode_id: str, *, embed: bool) -> dict[str, Any]:
+    """What the episode template needs. `embed` (a self-contained export) puts each screenshot in the page
+    as a data URL instead of linking to the API; `ctx` None: no server (no memory link)."""
+    row, steps = _episode(folder, episode_id)
+    with RunDatabase(folder.path) as db:
+        trajectory = db.trajectory(row.id)
+    if embed:
+        shots = {s.idx: _data_url(folder, s.screenshot) for s in steps if s.screenshot}
+    else:
+        payload = episode_payload(folder, row, steps)
+        shots = {s["idx"]: s["screenshot_url"] for s in payload["steps"]}
+    memory_url = None
+    if ctx is not None and ctx.settings.memory_db is not None and row.memory_version is not None and row.scope:
+        memory_url = f"/memory/scope/{quote(row.scope, safe='/')}"
+    summary = summarize_episode(trajectory)
+    live = summary.start_url or summary.verdict_source == "self-reported"  # as summary.md's Live pages
+    return {
+        "folder": folder, "episode": row, "status": episode_status(row), "tree": step_tree(steps),
+        "shots": shots, "memory_url": memory_url, "workflows_used": trajectory.workflows_used,
+        "live_facts": live_facts(summary) if live else [], "embedded": embed,
+    }  # fmt: skip
+
+
+def _data_url(folder: Folder, relative: str) -> str | None:
+    """A screenshot as a `data:` URL, read through the catalog's checks (None when it is missing)."""
+    import base64
+
+    try:
+        path = Catalog([folder.root]).file_in(folder, relative)
+    except NotServed:
+        return None
+    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+
+
+def _error_response(request: Request, status: int, message: str) -> Response:
+    if request.url.path.startswith("/api/"):
+        return JSONResponse({"detail": message}, status_code=status)
+    return page(request, "error.html", status_code=status, status=status, message=message)
+
+
+def create_app(settings: AppSettings) -> FastAPI:
+    """The application over `settings` (one per `awm serve`, one per test)."""
+    from . import ablation_pages, live, memory_pages
+
+    ctx = AppContext(settings=settings, catalog=Catalog(settings.runs))
+    ctx.live = live.LiveRuns(settings)
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
+        yield
+        ctx.live.stop_all()  # the server is going away: nobody is left to answer a run's gate
+
+    app = FastAPI(title="awm", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json", lifespan=lifespan)
+    app.state.ctx = ctx
+    app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+
+    @app.exception_handler(NotServed)
+    def not_served(request: Request, exc: NotServed) -> Response:
+        return _error_response(request, 404, str(exc))
+
+    @app.exception_handler(AwmError)
+    def awm_error(request: Request, exc: AwmError) -> Response:
+        return _error_response(request, 422, str(exc))
+
+    register_routes(app)
+    app.include_router(memory_pages.router)
+    app.include_router(ablation_pages.router)
+    app.include_router(live.router)
+    return app
+
+
+__all__ = ["AppSettings", "create_app", "Catalog"]

@@ -1,0 +1,210 @@
+"""The memory browser of `awm serve`, used the way a person uses it: real server, real Chromium.
+
+A memory database is built with `WorkflowStore` (three commits to `miniwob/login-user`: a workflow
+added, then one changed and one more added), next to the scripted run from `scripted_runs`, so a
+workflow's source episode resolves to a served episode page. Each scope is used by one test that writes
+(or by none), so the tests hold in any order.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+
+from awm.memory.store import WorkflowStore
+from awm.memory.workflow import Provenance, Workflow, WorkflowStep
+from awm.traces.db import RunDatabase
+from awm.trajectory import TargetDesc
+from tests.app_server import get_json, get_status, post_json, serve, snap
+
+SHOWN = "miniwob/login-user"  # read only: the pages' diff and provenance
+CLICKED = "miniwob/click-test"  # rolled back in the browser
+POSTED = "miniwob/enter-text"  # rolled back through the API
+ODD = "edge/versions"  # a scope whose name is a route word: the routes must not shadow each other
+MISSING_EPISODE = "never-served#0"
+
+
+def step(action: str, role: str, label: str, value: str = "") -> WorkflowStep:
+    return WorkflowStep(action=action, target=TargetDesc(role=role, label=label), value=value)
+
+
+def build_memory(db: Path, episode_id: str) -> None:
+    """`SHOWN`: v1 enter_credentials; v2 + press_enter; v3 enter_credentials changed, + check_result."""
+    credentials = Workflow(
+        name="enter_credentials",
+        description='Enter the username "{username}" and the password "{password}"',
+        parameters=["username", "password"],
+        steps=[step("fill", "textbox", "Username", "{username}"), step("fill", "textbox", "Password", "{password}")],
+        provenance=Provenance(trajectory_ids=[episode_id, MISSING_EPISODE], mode="rule", admission="success"),
+    )
+    press_enter = Workflow(name="press_enter", steps=[step("press", "textbox", "Password", "Enter")])
+    changed = credentials.model_copy(update={"steps": [*credentials.steps, step("click", "button", "Login")]})
+    check = Workflow(name="check_result", description="See that the page says done", steps=[step("noop", "", "")])
+    with WorkflowStore(db) as store:
+        store.commit(SHOWN, [credentials], parent=None, author="rule", message="first induction")
+        store.commit(SHOWN, [credentials, press_enter], parent=1, author="import", message="import keys.txt")
+        store.commit(SHOWN, [changed, press_enter, check], parent=2, author="neural", message="re-induced")
+        for scope in (CLICKED, POSTED, ODD):
+            store.commit(scope, [press_enter], parent=None, author="manual", message="seed")
+            store.commit(scope, [press_enter, check], parent=1, author="neural", message="grew")
+
+
+@pytest.fixture(scope="module")
+def episode_id(scripted_runs: Path) -> str:
+    with RunDatabase(scripted_runs / "scripted") as db:
+        return db.episodes()[0].id
+
+
+@pytest.fixture(scope="module")
+def server(scripted_runs: Path, episode_id: str, tmp_path_factory) -> Iterator[str]:
+    db = tmp_path_factory.mktemp("memory") / "memory.sqlite"
+    build_memory(db, episode_id)
+    with serve([scripted_runs], memory=db) as base:
+        yield base
+
+
+def test_api_answers_as_specified(server: str) -> None:
+    status, scopes = get_json(f"{server}/api/memory/scopes")
+    assert status == 200
+    shown = next(row for row in scopes if row["scope"] == SHOWN)
+    assert shown["head"] == 3 and shown["n_workflows"] == 3 and shown["author"] == "neural" and shown["created_at"]
+
+    status, log = get_json(f"{server}/api/memory/{SHOWN}/versions")
+    assert status == 200
+    assert [(v["version"], v["parent"], v["author"]) for v in log] == [(1, None, "rule"), (2, 1, "import"), (3, 2, "neural")]
+
+    status, version = get_json(f"{server}/api/memory/{SHOWN}/versions/1")
+    assert status == 200 and version["version"] == 1
+    assert [w["name"] for w in version["workflows"]] == ["enter_credentials"]
+    assert MISSING_EPISODE in version["workflows"][0]["provenance"]["trajectory_ids"]
+
+    status, diff = get_json(f"{server}/api/memory/{SHOWN}/diff?a=2&b=3")
+    assert status == 200
+    assert (diff["added"], diff["removed"], diff["changed"]) == (["check_result"], [], ["enter_credentials"])
+    assert '"label": "Login"' in diff["patches"]["enter_credentials"]
+
+    # A scope named like a route word is still a scope, on every route.
+    assert get_json(f"{server}/api/memory/{ODD}/versions")[1][-1]["version"] == 2
+    assert get_json(f"{server}/api/memory/{ODD}/versions/1")[1]["scope"] == ODD
+
+    for url in (
+        f"{server}/api/memory/no/such/versions",
+        f"{server}/api/memory/no/such/versions/1",
+        f"{server}/api/memory/{SHOWN}/versions/9",
+        f"{server}/api/memory/{SHOWN}/diff?a=1&b=9",
+    ):
+        status, body = get_json(url)
+        assert status == 404, url
+        assert "no memory scope 'no/such'" in body["detail"] or "has no version 9" in body["detail"]
+    assert get_status(f"{server}/memory/scope/no/such") == 404
+
+
+def test_api_rollback_needs_confirm(server: str) -> None:
+    url = f"{server}/api/memory/{POSTED}/rollback"
+    head = get_json(f"{server}/api/memory/{POSTED}/versions")[1][-1]["version"]
+    status, body = post_json(url, {"version": 1})
+    assert status == 422 and "confirm" in body["detail"]
+    assert post_json(url, {"version": 99, "confirm": True})[0] == 404
+    assert post_json(f"{server}/api/memory/no/such/rollback", {"version": 1, "confirm": True})[0] == 404
+    assert get_json(f"{server}/api/memory/{POSTED}/versions")[1][-1]["version"] == head  # nothing changed
+
+    status, body = post_json(url, {"version": 1, "confirm": True})
+    assert status == 200 and body["version"] == head + 1 and body["rollback_to"] == 1
+    latest = get_json(f"{server}/api/memory/{POSTED}/versions")[1][-1]
+    assert (latest["version"], latest["author"], latest["parent"]) == (head + 1, "rollback", head)
+    assert get_json(f"{server}/api/memory/{POSTED}/versions/{head + 1}")[1]["workflows"][0]["name"] == "press_enter"
+
+
+def test_no_memory_database_is_said_and_not_created(tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere" / "memory.sqlite"
+    (tmp_path / "runs").mkdir()
+    with serve([tmp_path / "runs"], memory=missing) as base:
+        status, body = get_json(f"{base}/api/memory/scopes")
+        assert status == 404 and body["detail"] == f"no memory database at {missing}"
+        assert get_status(f"{base}/memory") == 200
+        assert get_status(f"{base}/memory/scope/{SHOWN}") == 404
+    assert not missing.exists() and not missing.parent.exists()
+
+
+@pytest.mark.browser
+def test_memory_page_lists_scopes(server: str, chromium) -> None:
+    page = chromium.new_page()
+    page.goto(f"{server}/memory")
+    row = page.locator(f'#scopes tr[data-scope="{SHOWN}"]')
+    assert row.locator("td").nth(1).inner_text() == "v3"
+    assert row.locator("td").nth(2).inner_text() == "3"
+    assert "neural" in row.inner_text()
+    assert page.locator("nav a.here").inner_text() == "Memory"
+    snap(page, "memory-scopes")
+    row.get_by_role("link", name=SHOWN).click()
+    page.wait_for_url(f"{server}/memory/scope/{SHOWN}")
+    assert page.locator("h1").inner_text().startswith(SHOWN)
+    page.close()
+
+
+@pytest.mark.browser
+def test_scope_page_shows_diff_and_provenance(server: str, chromium, episode_id: str) -> None:
+    page = chromium.new_page()
+    page.goto(f"{server}/memory/scope/{SHOWN}")
+    assert page.locator("#versions tbody tr").count() == 3
+    # By default the previous version against the head.
+    result = page.locator("#diff-result")
+    assert "v2 → v3" in result.inner_text()
+    assert result.locator("li.add").inner_text() == "+ check_result"
+    assert result.locator("li.hunk").inner_text() == "~ enter_credentials"
+    added_line = result.locator("pre.patch span.add", has_text='"label": "Login"')
+    assert added_line.is_visible()
+    # The source episode links to its page when a served run holds it; an unknown one stays text.
+    credentials = page.locator('section.workflow[data-name="enter_credentials"]')
+    link = credentials.get_by_role("link", name=episode_id)
+    assert link.get_attribute("href") == f"/runs/scripted/episodes/{quote(episode_id, safe='')}"
+    assert credentials.get_by_role("link", name=MISSING_EPISODE).count() == 0
+    assert MISSING_EPISODE in credentials.inner_text()
+    snap(page, "memory-scope")
+
+    page.select_option("#diff-a", "1")
+    page.select_option("#diff-b", "2")
+    page.get_by_role("button", name="Show diff").click()
+    page.wait_for_url(re.compile(r"\?a=1&b=2#diff$"))
+    result = page.locator("#diff-result")
+    assert "v1 → v2" in result.inner_text()
+    assert result.locator("li.add").inner_text() == "+ press_enter"
+    assert result.locator("li.hunk").count() == 0
+    snap(page, "memory-diff")
+
+    with page.expect_navigation() as opened:
+        credentials.get_by_role("link", name=episode_id).click()
+    assert opened.value.status == 200 and episode_id in page.locator("main").inner_text()
+    page.close()
+
+
+@pytest.mark.browser
+def test_rollback_needs_the_confirmation_click(server: str, chromium) -> None:
+    head = get_json(f"{server}/api/memory/{CLICKED}/versions")[1][-1]["version"]
+    page = chromium.new_page()
+    page.goto(f"{server}/memory/scope/{CLICKED}")
+    assert page.locator(f'#versions tr[data-version="{head}"] a.rollback').count() == 0  # not to the head
+    page.get_by_role("link", name="Roll back to v1").click()
+
+    confirm = page.locator("#confirm-rollback")
+    assert f"This records a new version v{head + 1} with v1's workflows; nothing is deleted." in confirm.inner_text()
+    assert "- check_result" in confirm.inner_text()
+    snap(page, "memory-rollback-confirm")
+    assert get_json(f"{server}/api/memory/{CLICKED}/versions")[1][-1]["version"] == head  # one click: nothing
+
+    page.get_by_role("button", name=f"Confirm: record v{head + 1}").click()
+    page.wait_for_url(f"{server}/memory/scope/{CLICKED}?done={head + 1}")
+    assert f"Recorded version {head + 1}, by rollback: rollback to version 1." in page.locator("#recorded").inner_text()
+    top = page.locator("#versions tbody tr").first
+    assert top.get_attribute("data-version") == str(head + 1)
+    assert "rollback" in top.inner_text() and "head" in top.inner_text()
+    assert "- check_result" in page.locator("#diff-result").inner_text()
+    snap(page, "memory-rolled-back")
+    page.close()
+
+    latest = get_json(f"{server}/api/memory/{CLICKED}/versions")[1][-1]
+    assert (latest["version"], latest["author"], latest["message"]) == (head + 1, "rollback", "rollback to version 1")
