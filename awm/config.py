@@ -3,8 +3,9 @@
 Why one object: limits, endpoints and paths are read in one place, so a run's behaviour is fully
 described by `Settings` and its `config_hash`. One TOML schema: `[llm]`, `[agent]`, `[browser]` and the
 top-level `memory_db`/`runs_dir`/`home` are `Settings`; `[pipeline]` is the arm (`awm.pipeline.config`),
-`[[arm]]` and the ablation keys are `awm ablate`'s, `[webarena]` names WebArena's sites, `[mind2web]` is a
-template that no command reads yet (see configs/mind2web.toml). Every other table refuses a key it does not know, naming the key and the
+`[[arm]]` and the ablation keys are `awm ablate`'s, `[webarena]` names WebArena's sites, `[mind2web]` is
+accepted and read by no command (Mind2Web ablations take their fields in `[pipeline]`, see
+configs/mind2web-ablation.toml). Every other table refuses a key it does not know, naming the key and the
 file: a misspelt `temprature` must not silently run at the default.
 """
 
@@ -143,6 +144,7 @@ class BrowserSettings(BaseModel):
     action_timeout_ms: int = 3000
     viewport: tuple[int, int] | None = (1280, 720)
     screenshots: bool = True
+    pages: bool = True  # each step's page as HTML, RUN/pages/ (what `awm traces export --mind2web` reads)
     obs_token_budget: int = 2000
     slow_mo_ms: int | None = None
     call_timeout_s: float = 60.0  # watchdog: a reset/step/observe that takes longer kills the browser
@@ -154,7 +156,13 @@ NOT_RESULTS: dict[str, Any] = {
     "home": True,
     "runs_dir": True,
     "llm": {"api_key", "local_slots"},
-    "browser": {"headless": True, "slow_mo_ms": True, "screenshots": True, "rails": {"confirm_dir"}},
+    "browser": {
+        "headless": True,
+        "slow_mo_ms": True,
+        "screenshots": True,
+        "pages": True,
+        "rails": {"confirm_dir"},
+    },
 }
 
 # Top-level keys of a config file that belong to other readers (see the module docstring).

@@ -34,7 +34,7 @@ from awm.traces import RunRecorder
 from awm.trajectory import Step, Trajectory
 from awm.webarena.agent import LLMAgent
 from awm.webarena.env import BrowserSession
-from awm.webarena.harness import Decision, DecisionContext, HarnessConfig, run_episode
+from awm.webarena.harness import Decision, DecisionContext, HarnessConfig, StepCapture, run_episode
 from awm.webarena.policies import MiniWobScriptedPolicy
 from awm.webarena.tasks import parse_seeds, resolve_tasks
 
@@ -102,11 +102,11 @@ def measure_overhead(
     ):
         recorder = RunRecorder(Path(tmp) / "run", config={"bench": True}, config_hash="bench")
 
-        def on_step(trajectory: Trajectory, step: Step, png: bytes | None) -> None:
+        def on_step(trajectory: Trajectory, step: Step, capture: StepCapture | None) -> None:
             if step.index == 0:
                 recorder.start_episode(trajectory)
             t0 = time.perf_counter()
-            recorder.record_step(trajectory, step, png)
+            recorder.record_step(trajectory, step, capture)
             parts["trace"].append((time.perf_counter() - t0) * 1000)
             parts["observe"].append(step.timings_ms.get("observe", 0.0))
             parts["execute"].append(step.timings_ms.get("execute", 0.0))

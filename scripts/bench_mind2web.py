@@ -7,6 +7,8 @@ hundreds of candidates with JSON-string attributes) measures the same code paths
 Run: .venv/bin/python scripts/bench_mind2web.py [--tasks 1000] [--prune-steps 300]
 Prints one table (wall and process-CPU seconds: on a shared machine the CPU figure is the stable one); the `prune`/`prompt` rows need `awm.mind2web.prune.prune_html` and
 `awm.mind2web.prompt.build_step_prompt` (or `build_prompt`) and are skipped with a note when missing.
+Then one line per top-k and prompt budget with the page renders per step (a render: one walk that writes the
+page's text) and the CPU time per step of `build_step_prompt`, compact (the old path) beside mindact.
 """
 
 from __future__ import annotations
@@ -135,6 +137,79 @@ def _predictions(records: list[TaskRecord], seed: int) -> dict[str, str]:
     return out
 
 
+# (label, context window, completion tokens): roomy prompts, and tight ones that make the page re-pruned.
+PAGE_BUDGETS = (
+    ("32k window", 32768, 256),
+    ("4k window", 4096, 256),
+    ("1.5k window", 1536, 256),
+    ("1k window", 1024, 256),
+)
+
+
+Config = tuple[int, str, int, int, str]  # top-k, budget label, context window, completion tokens, format
+
+
+def _page_configs() -> list[Config]:
+    """compact (the old path) beside mindact, at the run's default top-10 and the bench's top-50."""
+    return [
+        (top, label, window, completion, page_format)
+        for top in (10, 50)
+        for label, window, completion in PAGE_BUDGETS
+        for page_format in ("compact", "mindact")
+    ]
+
+
+def _page_format_lines(sample: list[tuple[TaskRecord, int]], keep_of: dict) -> list[str]:
+    """Page renders per step and CPU ms per step of `build_step_prompt`, one line per top-k and budget.
+
+    As in `solve_task`, each step's compact parse (which ranking needs in either format) is made once,
+    outside the timing, and given to every build: the time is what the page format itself costs
+    (compact renders, or mindact's lxml parse, index and render).
+    """
+    from awm.errors import PromptTooLargeError
+    from awm.mind2web.prompt import build_step_prompt
+    from awm.mind2web.prune import parse_dom
+    from awm.tokens import CharEstimateCounter
+
+    configs = _page_configs()
+    renders: dict[Config, list[int]] = {c: [] for c in configs}
+    cpu = dict.fromkeys(configs, 0.0)
+    counter = CharEstimateCounter()
+    for record, k in sample:
+        action = record.actions[k]
+        dom = parse_dom(action.cleaned_html)
+        for config in configs:
+            top, _, window, completion, page_format = config
+            c0 = time.process_time()
+            try:
+                prompt = build_step_prompt(
+                    record,
+                    action,
+                    keep_of[(record.annotation_id, k)][:top],
+                    counter=counter,
+                    context_window=window,
+                    completion_tokens=completion,
+                    dom=dom,
+                    page_format=page_format,  # type: ignore[arg-type]
+                )
+                renders[config].append(prompt.page_renders)
+            except PromptTooLargeError:
+                pass
+            cpu[config] += time.process_time() - c0
+    lines = []
+    for top, label, window, completion, _ in configs[::2]:
+        cells = []
+        for page_format in ("compact", "mindact"):
+            config = (top, label, window, completion, page_format)
+            done, n = renders[config], max(len(renders[config]), 1)
+            cells.append(
+                f"{page_format} {sum(done) / n:6.1f} renders/step (max {max(done, default=0):4d}), "
+                f"{1000 * cpu[config] / max(len(sample), 1):6.1f} cpu-ms/step"
+            )
+        lines.append(f"page renders, top-{top:<2}, {label:11}: " + "  |  ".join(cells))
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", type=int, default=1000)
@@ -258,10 +333,14 @@ def main() -> None:
         e2e_s, e2e_s_cpu = time.perf_counter() - t0, time.process_time() - c0
         rows.append(("score (load + score, as the CLI)", args.tasks, e2e_s, e2e_s_cpu, ""))
 
+        page_lines = _page_format_lines(sample, keep_of)
+
     # cpu seconds are the honest figure on a shared machine; wall seconds include waiting for a core
     print(f"{'stage':34} {'items':>6} {'wall s':>8} {'cpu s':>8} {'items/cpu-s':>12}  note")
     for name, items, wall, cpu, note in rows:
         print(f"{name:34} {items:>6} {wall:>8.2f} {cpu:>8.2f} {items / max(cpu, 1e-9):>12.1f}  {note}")
+    for line in page_lines:
+        print(line)
     for note in notes:
         print(f"note: {note}")
 

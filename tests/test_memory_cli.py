@@ -141,3 +141,16 @@ def test_every_command_help_has_an_example():
         result = runner.invoke(app, [command, "--help"])
         assert result.exit_code == 0 and "Example: awm memory" in result.output, command
         assert "--db" in result.output, command
+
+
+def test_importing_an_awm_file_says_what_it_took_and_what_it_left(tmp_path: Path):
+    awm_file = Path(__file__).parent / "fixtures" / "awm_files" / "shopping_one_shot.txt"
+    db = tmp_path / "memory.sqlite"
+    result = cli("import", str(awm_file), "--scope", "webarena/shopping", db=db)
+    assert result.exit_code == 0, result.output
+    assert "imported 3 workflow(s): Open the order history, Browse a product category, Search the store" in result.output
+    assert "skipped 1 section heading(s) with no action of their own: Summary Workflows" in result.output
+    assert "skipped 2 concrete example(s)" in result.output and "skipped 2 usage note(s)" in result.output
+    assert "workflow 'Open the order history', step 1: element id -> [link] My Account" in result.output
+    shown = cli("show", "webarena/shopping", db=db).output
+    assert "click('[link] My Account')" in shown and "click('')" not in shown and "'311'" not in shown

@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from awm.errors import WorkflowParseError
-from awm.memory.text_format import detect_style, parameters_of, parse_workflows, render_workflows
+from awm.memory.text_format import (
+    detect_style,
+    import_workflows,
+    parameters_of,
+    parse_workflows,
+    render_workflows,
+)
 from awm.memory.workflow import Workflow, WorkflowStep
 from awm.trajectory import TargetDesc
 
@@ -88,7 +95,7 @@ def test_import_webarena_style():
     assert login.description == ""  # think-tagged text is reasoning, not a description
     assert [s.action for s in login.steps] == ["fill", "fill", "click"]
     assert login.steps[0].reasoning == "I need to fill the user name box first."
-    assert login.steps[0].target == TargetDesc()  # a concrete bid is never kept
+    assert login.steps[0].target == TargetDesc(label="the field named in the reasoning")  # never the bid
     assert login.steps[0].value == "{username}"
     assert login.steps[1].reasoning == "Then the password box."
     assert login.steps[1].target == TargetDesc(role="textbox", label="Password")
@@ -310,7 +317,7 @@ def _workflows(step):
         lambda name, description, steps: Workflow(name=name, description=description, steps=steps),
         _name,
         _maybe_prose,
-        st.lists(step, max_size=4),
+        st.lists(step, min_size=1, max_size=4),  # a heading with no action is a section, not a workflow
     )
     return st.lists(workflow, max_size=3).filter(_unique_names).map(_with_derived_parameters)
 
@@ -352,3 +359,49 @@ def test_placeholders_are_bound_from_a_goal_that_matches_the_template():
     assert bound.parameters == [] and workflow.steps[0].value == "{username}"  # the stored one is untouched
     assert bind_parameters(workflow, "Book a flight to Denver") == {}
     assert instantiate(workflow, {}) is workflow
+
+
+# A file in the layout AWM's WebArena induction writes (its one-shot prompt and its outputs): a
+# "## Concrete Examples" section of "Query:" blocks, a "## Summary Workflows" heading, "Workflow N:"
+# blocks of <think>/<action> pairs whose actions name elements by the source page's ids, and the usage
+# notes AWM appends to every induced file. The text is ours; the layout is theirs.
+AWM_FILE = Path(__file__).parent / "fixtures" / "awm_files" / "shopping_one_shot.txt"
+
+
+def test_an_awm_file_imports_its_workflows_and_reports_what_it_skipped():
+    report = import_workflows(AWM_FILE.read_text(), source=str(AWM_FILE))
+    assert [w.name for w in report.workflows] == [
+        "Open the order history", "Browse a product category", "Search the store",
+    ]  # fmt: skip
+    assert report.sections == ["Summary Workflows"]  # the heading is not an empty workflow
+    assert report.examples == ["When did I place my latest order?", "Show me the desks in the Office category"]
+    assert report.notes == ["click('id') # input string id value for all actions", "select_option('id', 'value') # for dropdown menu"]
+    orders, browse, search = report.workflows
+    assert [s.target for s in orders.steps] == [
+        TargetDesc(role="link", label="My Account"), TargetDesc(role="link", label="My Orders"),
+    ]  # fmt: skip
+    assert browse.steps[0].target == TargetDesc(role="menuitem", label="{category}")
+    assert browse.steps[1].target == TargetDesc(label="the element named in the reasoning")
+    assert search.steps[0].target == TargetDesc(label="the field named in the reasoning")
+    assert search.steps[1].target == TargetDesc(role="button", label="Search")  # described: kept as written
+    assert browse.parameters == ["category"] and search.parameters == ["product"]
+    text = render_workflows(report.workflows, "webarena")
+    assert not re.search(r"\(\s*'\d+'", text) and "('')" not in text  # no id, no empty target reaches a prompt
+    assert [h.describe() for h in report.hints][:1] == ["workflow 'Open the order history', step 1: element id -> [link] My Account"]
+    assert len(report.hints) == 5
+
+
+def test_an_imported_awm_file_exported_again_reimports_to_the_same_workflows():
+    first = import_workflows(AWM_FILE.read_text()).workflows
+    again = import_workflows(render_workflows(first, "webarena"), "webarena")
+    assert _fields(again.workflows) == _fields(first) and again.hints == [] and again.sections == []
+
+
+WORKFLOWS_DIR = Path(__file__).resolve().parents[1] / "workflows"
+
+
+@pytest.mark.parametrize("path", sorted(WORKFLOWS_DIR.glob("*/*.txt")), ids=lambda p: p.name)
+def test_the_shipped_workflow_files_import_cleanly_and_render_back_as_written(path: Path):
+    report = import_workflows(path.read_text(), source=str(path))
+    assert report.workflows and not (report.sections or report.examples or report.notes or report.hints)
+    assert render_workflows(report.workflows, "webarena") == path.read_text()

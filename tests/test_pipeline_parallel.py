@@ -162,13 +162,14 @@ def test_ray_backend_without_ray_says_how_to_install_it_and_exits_2(tmp_path: Pa
 
 def test_screenshots_follow_step_indexes_not_the_order_steps_were_recorded() -> None:
     """A run_workflow step is recorded after its sub-steps; its screenshot must still be its own."""
-    from awm.pipeline.parallel import _Screenshots
+    from awm.pipeline.parallel import _Captures
     from awm.trajectory import Step, Task, Trajectory
+    from awm.webarena.harness import StepCapture
 
     task = Task(task_id="t", scope="s", benchmark="miniwob")
     steps = [Step(index=0), Step(index=1, called_by=0), Step(index=2, called_by=0)]
     trajectory = Trajectory(trajectory_id="x", task=task, steps=steps)
-    collect = _Screenshots()
+    collect = _Captures()
     for step, png in ((steps[1], b"sub1"), (steps[2], b"sub2"), (steps[0], b"call")):
-        collect(trajectory, step, png)
-    assert collect.aligned(trajectory) == [b"call", b"sub1", b"sub2"]
+        collect(trajectory, step, StepCapture(png=png))
+    assert [c.png for c in collect.aligned(trajectory)] == [b"call", b"sub1", b"sub2"]

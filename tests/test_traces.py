@@ -13,6 +13,7 @@ from awm.errors import ConfigError, DataError
 from awm.traces import RunRecorder, open_run, read_events
 from awm.traces.commands import app
 from awm.trajectory import Step, TargetDesc, Task, Trajectory, Verdict, load_trajectory
+from awm.webarena.harness import StepCapture
 
 PNG = b"\x89PNG\r\n\x1a\n fake image bytes"
 
@@ -137,7 +138,7 @@ def test_end_episode_writes_row_and_trajectory_json_round_trip(recorder: RunReco
     for index in range(2):
         step = make_step(index)
         traj.steps.append(step)
-        recorder.record_step(traj, step, PNG if index == 1 else None)
+        recorder.record_step(traj, step, StepCapture(png=PNG) if index == 1 else None)
     traj.steps.append(make_step(2))  # never passed to record_step: end_episode back-fills it
     traj.end, traj.final_answer, traj.seconds = "done", "OK clicked", 4.25
     traj.verdict = Verdict(reward=1.0)

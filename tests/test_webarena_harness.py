@@ -193,7 +193,7 @@ def test_oversized_prompt_ends_the_episode_as_context_overflow(session: BrowserS
     shots: list[bytes | None] = []
     trajectory = run_episode(
         session, OversizedPolicy(), fixture_task(base_url, "static"), HarnessConfig(max_steps=3),
-        on_step=lambda t, s, png: shots.append(png),
+        on_step=lambda t, s, capture: shots.append(capture.png if capture is not None else None),
     )  # fmt: skip
     (step,) = trajectory.steps
     assert trajectory.end == "budget_exhausted"

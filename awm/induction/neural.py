@@ -20,7 +20,13 @@ from awm.errors import AwmError, WorkflowParseError
 from awm.induction.abstraction import AbstractStep, AbstractTrajectory, abstract_trajectory
 from awm.induction.merge import merge_workflows
 from awm.llm.base import ChatRequest, LLMClient
-from awm.memory.text_format import ELEMENT_ACTIONS, parse_workflows, render_workflow, render_workflows
+from awm.memory.text_format import (
+    ELEMENT_ACTIONS,
+    ImportReport,
+    import_workflows,
+    render_workflow,
+    render_workflows,
+)
 from awm.memory.workflow import Provenance, Workflow, WorkflowStep
 from awm.tokens import count_messages
 from awm.trajectory import TargetDesc, Trajectory
@@ -279,7 +285,7 @@ def _blocks(text: str) -> list[str]:
     return ["\n".join(b).strip() for b in blocks]
 
 
-def _parse_block(block: str, *, source: str) -> list[Workflow]:
+def _parse_block(block: str, *, source: str) -> ImportReport:
     """Parse one workflow block; trailing chatter after the last action ("These workflows...") is cut.
 
     Up to `MAX_TRAILING_LINES` trailing lines are dropped one by one until the block parses; the first
@@ -287,19 +293,23 @@ def _parse_block(block: str, *, source: str) -> list[Workflow]:
     """
     lines = block.split("\n")
     try:
-        return parse_workflows(block, "auto", source=source)
+        return import_workflows(block, "auto", source=source)
     except WorkflowParseError as exc:
         first_error = exc
     for cut in range(1, min(MAX_TRAILING_LINES, len(lines) - 1) + 1):
         try:
-            return parse_workflows("\n".join(lines[:-cut]), "auto", source=source)
+            return import_workflows("\n".join(lines[:-cut]), "auto", source=source)
         except WorkflowParseError:
             continue
     raise first_error
 
 
-def _step_without_target(workflow: Workflow) -> int | None:
-    """The first (1-based) step that acts on an element but describes none (ids parse to empty targets)."""
+def _step_without_target(workflow: Workflow, report: ImportReport) -> int | None:
+    """The first (1-based) step that acts on an element but describes none, or names it by id: a model
+    shown role+label targets that answers with an id copied a recorded step (an import keeps a hint)."""
+    by_id = [h.step for h in report.hints if h.workflow == workflow.name]
+    if by_id:
+        return by_id[0]
     for number, step in enumerate(workflow.steps, start=1):
         acts_on_element = step.action in ELEMENT_ACTIONS or step.action.upper() in ("CLICK", "TYPE", "SELECT")
         if acts_on_element and not (step.target.role.strip() or step.target.label.strip()):
@@ -320,16 +330,16 @@ def parse_answer(text: str, *, source: str, min_steps: int = MIN_STEPS) -> tuple
     names: set[str] = set()
     for n, block in enumerate(blocks, start=1):
         try:
-            parsed = _parse_block(block, source=f"{source} block {n}")
+            report = _parse_block(block, source=f"{source} block {n}")
         except WorkflowParseError as exc:
             rejected.append(str(exc))
             continue
-        for workflow in parsed:
+        for workflow in report.workflows:
             if len(workflow.steps) < min_steps:
                 rejected.append(
                     f"{source}: workflow {workflow.name!r} has {len(workflow.steps)} step(s); at least {min_steps} needed"
                 )
-            elif (where := _step_without_target(workflow)) is not None:
+            elif (where := _step_without_target(workflow, report)) is not None:
                 rejected.append(
                     f"{source}: workflow {workflow.name!r} step {where} names its element by id or not at all; "
                     "targets must be '[role] label'"

@@ -16,7 +16,7 @@ import typer
 
 from awm.errors import AwmError
 from awm.memory.store import WorkflowStore
-from awm.memory.text_format import parse_workflows, render_workflows
+from awm.memory.text_format import import_workflows, render_workflows
 from awm.memory.workflow import Provenance, Workflow
 
 app = typer.Typer(
@@ -264,10 +264,14 @@ def import_command(
     ] = False,
     db: DbOption = None,
 ):
-    """Import an AWM workflow text file as a new version (author "import").
+    """Import an AWM workflow text file as a new version (author "import"), and say what was taken.
 
     Same-named workflows are replaced, new ones appended (or, with --replace, the file becomes the
-    scope's whole content). Unparseable text is rejected with its line number; memory is unchanged.
+    scope's whole content). AWM's own files are read as AWM meant them: a heading that only opens a
+    section ('## Summary Workflows') is not a workflow, '## Concrete Examples' (recorded episodes) is
+    skipped and counted, usage notes such as "click('id') # ..." are skipped, and an element id of the
+    source page (click('227')) becomes a target read from the step's reasoning ('"My Account" link' ->
+    [link] My Account), never an id. Unparseable text is rejected with its line number; memory is unchanged.
 
     Example: awm memory import my_workflows.txt --scope mind2web/aa --style mind2web
     """
@@ -278,10 +282,11 @@ def import_command(
         raise AwmError(f"{file}: no such workflow file") from None
     except UnicodeDecodeError:
         raise AwmError(f"{file}: not UTF-8 text") from None
-    parsed = parse_workflows(text, style, source=str(file))  # type: ignore[arg-type]
-    if not parsed:
-        raise AwmError(f"{file}: holds no workflows (expected '## name' headers)")
-    incoming = [w.model_copy(update={"provenance": Provenance(mode="import")}) for w in parsed]
+    report = import_workflows(text, style, source=str(file))  # type: ignore[arg-type]
+    if not report.workflows:
+        skipped = "; ".join(report.lines()[1:])
+        raise AwmError(f"{file}: holds no workflows (expected '## name' headers followed by actions){'; ' + skipped if skipped else ''}")
+    incoming = [w.model_copy(update={"provenance": Provenance(mode="import")}) for w in report.workflows]
     with _open(db) as store:
         new = store.update(
             scope,
@@ -290,6 +295,8 @@ def import_command(
             message=f"import {file.name} ({len(incoming)} workflows{', replace' if replace else ''})",
             provenance={"source": str(file)},
         )
+    for line in report.lines():
+        typer.echo(line)
     typer.echo(f"{scope}: version {new.version} ({len(new.workflows)} workflows, {len(incoming)} imported)")
 
 

@@ -25,8 +25,15 @@ WebArena style (steps are reasoning lines followed by one action call, separated
 
 Actions in WebArena style are literal function calls; they are parsed with `ast` and
 `ast.literal_eval` (or `awm.actions.parse_action` where the action set accepts them), never evaluated.
-A bare element id (``click('42')``) is a page-specific example, so it becomes an empty target, rendered
-back as ``click('')``: rendered workflows never carry ids that could exist on another page.
+A bare element id (``click('42')``) names an element of the page the workflow was induced on, which
+means nothing on another page. It becomes a *hint*: the element the step's reasoning names in quotes
+(``clicking on the "My Account" link`` -> ``[link] My Account``), else a description of what to look for
+(``the element named in the reasoning``); never the id, which the grammar could accept on another page.
+
+AWM's own files (`import_workflows` reports what was taken and left): a heading that only introduces a
+section (``## Summary Workflows``: no action of its own) is not a workflow; a ``## Concrete Examples``
+section (``Query:`` blocks of recorded episodes) is skipped and counted; the usage notes AWM appends
+(``click('id') # input string id value for all actions``) are skipped.
 """
 
 from __future__ import annotations
@@ -35,6 +42,8 @@ import ast
 import re
 from dataclasses import dataclass, field
 from typing import Literal
+
+from pydantic import BaseModel, Field
 
 from awm.actions import ACTION_SETS, parse_action
 from awm.errors import ActionParseError, WorkflowParseError
@@ -79,6 +88,22 @@ _ACTION_PREFIX = re.compile(r"^(?:action|answer)\s*:\s*", re.IGNORECASE)
 _REASON_PREFIX = re.compile(r"^(?:think|thought|thoughts|reasoning)\s*:\s*", re.IGNORECASE)
 _TAG = re.compile(r"</?(?:think|action|thought)>", re.IGNORECASE)
 _ELEMENT_ID = re.compile(r"^[A-Za-z]{0,2}\d+$")
+# An action-syntax note, not a step: a call on the literal word id/bid followed by a comment.
+_USAGE_NOTE = re.compile(r"^[a-z_]+\(\s*['\"](?:id|bid|element_id)['\"].*\)\s*#")
+_EXAMPLES_HEADING = re.compile(r"^(?:concrete\s+)?examples?$", re.IGNORECASE)
+_QUERY = re.compile(r"^query\s*:", re.IGNORECASE)
+# A quoted element name in a step's reasoning, with the role word that may follow it.
+_QUOTED_TARGET = re.compile(
+    r"[\"“'](?P<label>[^\"”'\n]{1,80})[\"”']\s*(?P<role>link|button|menu item|menu|tab|text ?box|field|search (?:box|bar)"
+    r"|box|dropdown|combobox|option|checkbox|radio button|icon|heading|row)?",
+    re.IGNORECASE,
+)
+_ROLE_WORDS = {
+    "menu item": "menuitem", "menu": "menuitem", "text box": "textbox", "textbox": "textbox", "field": "textbox",
+    "box": "textbox", "search box": "searchbox", "search bar": "searchbox", "dropdown": "combobox",
+    "radio button": "radio",
+}  # fmt: skip
+_HINT_KIND = {"fill": "field", "clear": "field", "select_option": "list", "check": "box", "uncheck": "box"}
 _TARGET = re.compile(r"^\[(?P<role>[^\]]*)\]\s*(?P<label>.*)$")
 _MAX_CONTINUATION_LINES = 8
 
@@ -248,6 +273,8 @@ def _check_against_action_set(call: ast.Call) -> None:
 
 
 def _step_from_call(text: str) -> WorkflowStep:
+    """One step from a call. A bare element id leaves the target empty with `_ID_TARGET` as its role,
+    for the parser to replace with a hint from the step's reasoning (`hint_target`)."""
     name, values, sources = _literal_call(text)
     if name in ELEMENT_ACTIONS:
         if not values:
@@ -258,9 +285,13 @@ def _step_from_call(text: str) -> WorkflowStep:
             match = _TARGET.match(element.strip())
             if match:
                 target = TargetDesc(role=match["role"].strip(), label=match["label"].strip())
-            elif element.strip() and not _ELEMENT_ID.match(element.strip()):
+            elif _ELEMENT_ID.match(element.strip()):
+                target = TargetDesc(role=_ID_TARGET)
+            elif element.strip():
                 target = TargetDesc(label=element.strip())
-        elif not isinstance(element, int):
+        elif isinstance(element, int):
+            target = TargetDesc(role=_ID_TARGET)
+        else:
             raise ValueError(f"{name}(): the element must be a string, got {sources[0]}")
         value = values[1] if len(values) > 1 else ""
         return WorkflowStep(action=name, target=target, value=value if isinstance(value, str) else sources[1])
@@ -269,6 +300,24 @@ def _step_from_call(text: str) -> WorkflowStep:
     if len(values) == 1 and isinstance(values[0], str):
         return WorkflowStep(action=name, value=values[0])
     return WorkflowStep(action=name, value=", ".join(sources))
+
+
+_ID_TARGET = "\x00id"  # marks a target that was a bare element id, until the parser gives it a hint
+
+
+def hint_target(action: str, reasoning: str) -> TargetDesc:
+    """What a step that named a bare element id acted on, read from its reasoning: the last quoted name
+    followed by a role word (``"My Orders" link``), else for a click or hover the last quoted name, else
+    a description of what to look for. Never the id: on another page it could name another element."""
+    matches = list(_QUOTED_TARGET.finditer(reasoning))
+    with_role = [m for m in matches if m["role"]]
+    if with_role:
+        last = with_role[-1]
+        word = last["role"].lower()
+        return TargetDesc(role=_ROLE_WORDS.get(word, word.replace(" ", "")), label=last["label"].strip())
+    if matches and action not in _HINT_KIND:
+        return TargetDesc(label=matches[-1]["label"].strip())
+    return TargetDesc(label=f"the {_HINT_KIND.get(action, 'element')} named in the reasoning")
 
 
 def _step_from_mind2web(match: re.Match[str]) -> WorkflowStep:
@@ -298,9 +347,50 @@ def detect_style(text: str) -> Style:
     return "webarena" if has_call else "mind2web"
 
 
+class IdHint(BaseModel):
+    """A step whose action named a bare element id of the source page, and the hint that replaced it."""
+
+    workflow: str
+    step: int  # 1-based
+    target: TargetDesc
+
+    def describe(self) -> str:
+        return f"workflow {self.workflow!r}, step {self.step}: element id -> {self.target.render()}"
+
+
+class ImportReport(BaseModel):
+    """What an import took from a file and what it left, with why (printed by `awm memory import`)."""
+
+    workflows: list[Workflow] = Field(default_factory=list)
+    sections: list[str] = Field(default_factory=list)  # headings that only introduce a section
+    examples: list[str] = Field(default_factory=list)  # the queries of skipped concrete examples
+    notes: list[str] = Field(default_factory=list)  # skipped usage notes (action syntax)
+    hints: list[IdHint] = Field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = [f"imported {len(self.workflows)} workflow(s): {', '.join(w.name for w in self.workflows) or '-'}"]
+        if self.sections:
+            out.append(f"skipped {len(self.sections)} section heading(s) with no action of their own: {', '.join(self.sections)}")
+        if self.examples:
+            out.append(f"skipped {len(self.examples)} concrete example(s) (recorded episodes, not workflows)")
+        if self.notes:
+            out.append(f"skipped {len(self.notes)} usage note(s): {'; '.join(self.notes)}")
+        if self.hints:
+            out.append(f"{len(self.hints)} element id(s) of the source page kept as hints from the reasoning:")
+            out += [f"  {hint.describe()}" for hint in self.hints]
+        return out
+
+
 def parse_workflows(
     text: str, style: Literal["auto", "mind2web", "webarena"] = "auto", *, source: str = "<text>"
 ) -> list[Workflow]:
+    """The workflows of AWM text (see `import_workflows`, which also says what it skipped)."""
+    return import_workflows(text, style, source=source).workflows
+
+
+def import_workflows(
+    text: str, style: Literal["auto", "mind2web", "webarena"] = "auto", *, source: str = "<text>"
+) -> ImportReport:
     """Parse AWM workflow text; raise `WorkflowParseError` naming source, line and reason.
 
     Accepted beyond what `render_workflows` writes: ``# name`` (Mind2Web) and ``Workflow N: name``
@@ -322,6 +412,8 @@ def parse_workflows(
     current: _Draft | None = None
     just_opened = False
     in_think = False
+    in_examples = False
+    report = ImportReport()
     i = 0
     while i < len(lines):
         lineno = i + 1
@@ -331,7 +423,19 @@ def parse_workflows(
         if _EMPTY_HEADER.match(stripped):
             raise fail(lineno, "workflow header has no name")
         name = _header_name(stripped, style)
-        if name is not None and not (style == "webarena" and stripped.startswith("# ")):
+        is_header = name is not None and not (style == "webarena" and stripped.startswith("# "))
+        if in_examples and not is_header:
+            if _QUERY.match(stripped):
+                report.examples.append(stripped.split(":", 1)[1].strip())
+            continue  # a recorded example's text and actions: not a workflow's
+        if is_header and name is not None and _EXAMPLES_HEADING.match(name):
+            if current is not None:
+                _close(current, fail)
+                current = None
+            in_examples = True
+            continue
+        in_examples = False
+        if is_header and name is not None:
             if not name:
                 raise fail(lineno, "workflow header has no name")
             if name in names:
@@ -368,11 +472,18 @@ def parse_workflows(
                     f"action line {action!r} is not '[role] label -> OP' or '-> OP: value' "
                     f"with OP one of {', '.join(MIND2WEB_OPS)}",
                 )
+        elif _USAGE_NOTE.match(action):
+            report.notes.append(action)
+            continue
         elif _CALL_START.match(action):
             step, i = _parse_call_lines(lines, i, action, fail, lineno)
         if step is not None:
             reasoning = "\n".join(text for _, text in current.pending)
-            current.steps.append(step.model_copy(update={"reasoning": reasoning}))
+            update: dict[str, object] = {"reasoning": reasoning}
+            if step.target.role == _ID_TARGET:
+                update["target"] = hint = hint_target(step.action, reasoning)
+                report.hints.append(IdHint(workflow=current.name, step=len(current.steps) + 1, target=hint))
+            current.steps.append(step.model_copy(update=update))
             current.pending.clear()
             current.body_started = True
             continue
@@ -389,10 +500,13 @@ def parse_workflows(
             current.pending.append((lineno, reason))
     if current is not None:
         _close(current, fail)
-    return [
+    report.sections = [d.name for d in drafts if not d.steps]
+    report.workflows = [
         Workflow(name=d.name, description=d.description, parameters=parameters_of(d.steps), steps=d.steps)
         for d in drafts
+        if d.steps
     ]
+    return report
 
 
 def _parse_call_lines(lines: list[str], i: int, first: str, fail, lineno: int) -> tuple[WorkflowStep, int]:

@@ -7,19 +7,28 @@ workflows (least relevant last). The instructions and the task never shrink; whe
 smallest page do not fit, `PromptTooLargeError` is raised and the step is recorded as ``context_overflow``.
 
 Exemplars are sampled from train records with a recorded seed (AWM's sampling was unseeded).
+
+The page is shown in one of three formats (`PageFormat`), pruned the published way (`awm.mind2web.dom_tree`):
+``awm`` writes the tree with HTML brackets, as AWM prompted (its `get_target_obs` calls MindAct's
+`get_tree_repr` with ``keep_html_brackets=True``), ``mindact`` in MindAct's own parenthesised form; or
+``compact``, our one line per candidate (`awm.mind2web.prune`).
+Either way an element's id is its dataset ``backend_node_id`` and the answer is ``CLICK [id]``, so
+scoring and the answer grammar do not depend on the format; exemplars are shown in the same format.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Literal, Protocol
 
 from pydantic import BaseModel
 
 from awm.actions import describe_actions
 from awm.memory.text_format import render_workflow
 from awm.memory.workflow import Workflow
-from awm.mind2web.prune import Dom, parse_dom, prune_dom
+from awm.mind2web.dom_tree import MindActPage
+from awm.mind2web.prune import CompactPage, Dom, parse_dom
 from awm.mind2web.schema import ActionRecord, Candidate, TaskRecord
 from awm.tokens import FittedPrompt, PromptParts, TokenCounter, fit_prompt
 
@@ -27,21 +36,41 @@ CHARS_PER_TOKEN_GUESS = 3.0  # to turn a token target into a character budget fo
 EXEMPLAR_NEGATIVES = 4  # candidates shown next to the gold one in an exemplar
 EXEMPLAR_MAX_CHARS = 1200
 
+PageFormat = Literal["awm", "mindact", "compact"]
+PAGE_FORMATS: tuple[PageFormat, ...] = ("awm", "mindact", "compact")
+
 # Ids in the text are placeholders ("ID"), never numbers a page could have: small models copy example ids.
-SYSTEM_PROMPT = """You are a web agent. You see a task, the actions done so far, and candidate \
-elements of the current page, each with its id in brackets like [ID]. Choose the next action on \
-one of these elements.
+SYSTEM_PROMPT = """You are a web agent. You see a task, the actions done so far, and {page}. \
+Choose the next action on one of these elements.
 
 Actions:
 {actions}
 
-Reply with exactly one action on one line, with an id shown on the page in place of ID. \
+Reply with exactly one action on one line, with {answer_id} in place of ID. \
 Write nothing else."""
+# How each format shows the page, and which id the answer takes (the bare id: "[id=ID]" would not score).
+PAGE_WORDS: dict[PageFormat, tuple[str, str]] = {
+    "compact": (
+        "candidate elements of the current page, each with its id in brackets like [ID]",
+        "an id shown on the page",
+    ),
+    "awm": (
+        "the current page as a pruned HTML tree, each element written <tag attributes text children>, in "
+        "which the candidate elements carry their id as id=ID",
+        "the id of one candidate (what follows id=)",
+    ),
+    "mindact": (
+        "the current page as a pruned HTML tree, each element written (tag attributes text children), in "
+        "which the candidate elements carry their id as id=ID",
+        "the id of one candidate (what follows id=)",
+    ),
+}
 
 
-def system_prompt() -> str:
+def system_prompt(page_format: PageFormat = "compact") -> str:
     """The fixed instructions: the action set as `awm.actions` describes it (one source of truth)."""
-    return SYSTEM_PROMPT.format(actions=describe_actions("mind2web"))
+    page, answer_id = PAGE_WORDS[page_format]
+    return SYSTEM_PROMPT.format(page=page, actions=describe_actions("mind2web"), answer_id=answer_id)
 
 
 def answer_text(op: str, node_id: str, value: str = "") -> str:
@@ -54,10 +83,30 @@ def fallback_elements(candidates: Sequence[Candidate]) -> dict[str, tuple[str, d
     return {c.backend_node_id: (c.tag, c.attributes) for c in candidates}
 
 
-def render_exemplar(record: TaskRecord, index: int, seed: int) -> str | None:
+class Page(Protocol):
+    """One step's page in one format: text for the best-ranked candidates within a character budget."""
+
+    renders: int  # tree walks that wrote text, over all fits so far
+
+    def fit(self, ranked_ids: list[str], max_chars: int) -> str: ...
+
+
+def open_page(action: ActionRecord, page_format: PageFormat, dom: Dom | None = None) -> Page:
+    """Parse the step's page once for its format (`dom`: the compact parse, when the caller has it)."""
+    fallback = fallback_elements([*action.pos_candidates, *action.neg_candidates])
+    if page_format in ("awm", "mindact"):
+        return MindActPage(action.cleaned_html, fallback, keep_html_brackets=page_format == "awm")
+    return CompactPage(dom if dom is not None else parse_dom(action.cleaned_html), fallback)
+
+
+def render_exemplar(
+    record: TaskRecord, index: int, seed: int, page_format: PageFormat = "compact"
+) -> str | None:
     """One solved step of a train record as a short example (None if the step has no positive).
 
-    The negatives shown next to the target are drawn with a generator seeded by (seed, task, step).
+    The negatives shown next to the target are drawn with a generator seeded by (seed, task, step). The
+    target is fitted first, so a page over budget drops negatives (in shuffled order), never the element
+    the answer names; both formats show the kept elements in page order.
     """
     action = record.actions[index]
     target = action.target_id
@@ -67,8 +116,8 @@ def render_exemplar(record: TaskRecord, index: int, seed: int) -> str | None:
     negatives = sorted(c.backend_node_id for c in action.neg_candidates)
     shown = [target, *rng.sample(negatives, min(EXEMPLAR_NEGATIVES, len(negatives)))]
     rng.shuffle(shown)
-    fallback = fallback_elements([*action.pos_candidates, *action.neg_candidates])
-    page = prune_dom(parse_dom(action.cleaned_html), shown, max_chars=EXEMPLAR_MAX_CHARS, fallback=fallback)
+    ranked = [target, *(i for i in shown if i != target)]
+    page = open_page(action, page_format).fit(ranked, EXEMPLAR_MAX_CHARS)
     previous = "\n".join(record.action_reprs[:index]) or "None"
     answer = answer_text(action.operation.op, target, action.operation.value)
     return f"Task: {record.confirmed_task}\nPrevious actions:\n{previous}\nPage:\n{page}\nAnswer: {answer}"
@@ -88,10 +137,13 @@ def pick_exemplar_steps(records: Sequence[TaskRecord], n: int, seed: int) -> lis
     return random.Random(seed).sample(steps, min(n, len(steps)))
 
 
-def sample_exemplars(records: Sequence[TaskRecord], n: int, seed: int) -> list[str]:
+def sample_exemplars(
+    records: Sequence[TaskRecord], n: int, seed: int, page_format: PageFormat = "compact"
+) -> list[str]:
     """`n` rendered exemplars from train records (with their html), reproducible from `seed`."""
     by_id = {r.annotation_id: r for r in records}
-    rendered = (render_exemplar(by_id[aid], i, seed) for aid, i in pick_exemplar_steps(records, n, seed))
+    picks = pick_exemplar_steps(records, n, seed)
+    rendered = (render_exemplar(by_id[aid], i, seed, page_format) for aid, i in picks)
     return [text for text in rendered if text is not None]
 
 
@@ -102,6 +154,7 @@ class StepPrompt(BaseModel):
     observation: str  # the page as first pruned (before any fitting)
     workflows_kept: int
     exemplars_kept: int
+    page_renders: int  # page renders this step took, fitting included
 
 
 def memory_header(n_workflows: int, n_exemplars: int) -> str:
@@ -123,25 +176,25 @@ def build_step_prompt(
     previous_actions: Sequence[str] = (),
     dom: Dom | None = None,
     max_page_chars: int = 6000,
+    page_format: PageFormat = "compact",
 ) -> StepPrompt:
     """Build and fit one step's request; raises `PromptTooLargeError` when the irreducible part overflows.
 
     `ranked_ids` is the top-k in rank order: a tight budget re-prunes the page to fewer candidates,
-    dropping the lowest ranked first.
+    dropping the lowest ranked first. `dom` (the compact parse) is reused by the compact format.
     """
-    dom = dom if dom is not None else parse_dom(action.cleaned_html)
-    fallback = fallback_elements([*action.pos_candidates, *action.neg_candidates])
+    view = open_page(action, page_format, dom)
     keep = list(ranked_ids)
-    page = prune_dom(dom, keep, max_chars=max_page_chars, fallback=fallback)
+    page = view.fit(keep, max_page_chars)
 
     def reprune(_text: str, target_tokens: int) -> str:
         """The page re-pruned to about `target_tokens` (fewer candidates, lowest ranked dropped first)."""
         chars = int(max(target_tokens - 8, 1) * CHARS_PER_TOKEN_GUESS)
-        return f"## Page\n{prune_dom(dom, keep, max_chars=chars, fallback=fallback)}\n\nNext action:"
+        return f"## Page\n{view.fit(keep, chars)}\n\nNext action:"
 
     memory = [render_workflow(w, "mind2web") for w in workflows] + list(exemplars)
     parts = PromptParts(
-        system=system_prompt(),
+        system=system_prompt(page_format),
         memory=memory,
         memory_header=memory_header(len(workflows), len(exemplars)),
         goal=f"Task: {task.confirmed_task}",
@@ -162,4 +215,5 @@ def build_step_prompt(
         observation=page,
         workflows_kept=min(kept, len(workflows)),
         exemplars_kept=max(0, kept - len(workflows)),
+        page_renders=view.renders,
     )

@@ -14,6 +14,10 @@ Output, one line per kept node, indented by depth among kept nodes; only candida
 
 Parsed with the standard library's `html.parser` (no extra dependency): the snapshots are machine-written
 and every element we need carries a ``backend_node_id`` attribute.
+
+This is ``awm mind2web run --page-format compact``; the default, ``mindact``, is MindAct's own tree
+(`awm.mind2web.dom_tree`), the format AWM's published figures were made with. The parse (`Dom`) serves
+ranking and target labels in both.
 """
 
 from __future__ import annotations
@@ -241,6 +245,28 @@ def _render(
     return "\n".join(lines)
 
 
+def _fit(
+    dom: Dom,
+    keep_ids: list[str],
+    max_chars: int,
+    ancestors: int,
+    siblings: int,
+    fallback: dict[str, tuple[str, dict[str, str]]],
+) -> tuple[str, int]:
+    """`prune_dom`'s text and how many renders it took (one per candidate count and context level)."""
+    keep = list(dict.fromkeys(keep_ids))
+    renders = 0
+    for n in range(len(keep), 0, -1):
+        for anc, sib in ((ancestors, siblings), (ancestors, 0), (0, 0)):
+            text = _render(dom, keep[:n], anc, sib, fallback)
+            renders += 1
+            if len(text) <= max_chars:
+                return text, renders
+    if not keep:
+        return "", renders
+    return _cut(_render(dom, keep[:1], 0, 0, fallback), max(max_chars, 1)), renders + 1
+
+
 def prune_dom(
     dom: Dom,
     keep_ids: list[str],
@@ -256,14 +282,27 @@ def prune_dom(
     candidates from the end of the list (the lowest ranked). `fallback` gives tag and attributes for
     candidates not found in the page, so a candidate is never silently lost.
     """
-    fallback = fallback or {}
-    keep = list(dict.fromkeys(keep_ids))
-    for n in range(len(keep), 0, -1):
-        for anc, sib in ((ancestors, siblings), (ancestors, 0), (0, 0)):
-            text = _render(dom, keep[:n], anc, sib, fallback)
-            if len(text) <= max_chars:
-                return text
-    return _cut(_render(dom, keep[:1], 0, 0, fallback), max(max_chars, 1)) if keep else ""
+    return _fit(dom, keep_ids, max_chars, ancestors, siblings, fallback or {})[0]
+
+
+@dataclass
+class CompactPage:
+    """One step's page in the compact format, with the number of renders its fitting took.
+
+    Each fit re-renders from all candidates down (up to three renders per candidate dropped): what
+    `awm mind2web run --page-format compact` costs, counted so it can be set beside `MindActPage`.
+    """
+
+    dom: Dom
+    fallback: dict[str, tuple[str, dict[str, str]]] = field(default_factory=dict)
+    renders: int = 0
+
+    def fit(self, ranked_ids: list[str], max_chars: int) -> str:
+        text, renders = _fit(
+            self.dom, ranked_ids, max_chars, DEFAULT_ANCESTORS, DEFAULT_SIBLINGS, self.fallback
+        )
+        self.renders += renders
+        return text
 
 
 def prune_html(

@@ -17,7 +17,7 @@ from awm.errors import ActionParseError, PromptTooLargeError
 from awm.llm.base import ChatRequest, LLMClient
 from awm.memory.view import MemoryView
 from awm.mind2web.data import step_key
-from awm.mind2web.prompt import build_step_prompt
+from awm.mind2web.prompt import PageFormat, build_step_prompt
 from awm.mind2web.prune import describe_attributes, element_text, parse_dom
 from awm.mind2web.ranking import Ranker, candidates_of, hit_at_k
 from awm.mind2web.schema import Candidate, TaskRecord
@@ -109,11 +109,14 @@ def solve_task(
     temperature: float = 0.0,
     seed: int | None = None,
     use_grammar: bool | None = None,
+    page_format: PageFormat = "compact",
 ) -> Trajectory:
     """Ask the model for every step of `record` (gold previous actions) and record each answer.
 
     `use_grammar` (default: on for the local backend, whose llama.cpp server reads GBNF) constrains the
     answer to one action on an id shown on the page; hosted APIs answer freely and are parsed alike.
+    `page_format` picks how the page is shown (see `awm.mind2web.prompt`); ids are backend_node_ids in
+    both, so the grammar, the parse and the scoring are the same.
     """
     if use_grammar is None:
         use_grammar = getattr(client, "backend", "") == "local"
@@ -142,6 +145,7 @@ def solve_task(
                 exemplars=exemplars,
                 previous_actions=previous,
                 dom=dom,
+                page_format=page_format,
             )
         except PromptTooLargeError as exc:
             step.outcome, step.error = "context_overflow", str(exc)
@@ -207,6 +211,7 @@ def solve_task(
             "action_uids": [a.action_uid for a in record.actions],
             "ranker": ranker.name,
             "top_k": top_k,
+            "page_format": page_format,
             "target_in_top_k": hits,
             "exemplars": len(exemplars),
         },

@@ -46,7 +46,14 @@ def ablate_command(
     Arms with memory off, fixed or offline run their episodes in parallel with --workers N; online
     arms run their scopes in parallel and each scope's tasks in order.
 
+    With benchmark = "mind2web" in the pipeline table, each arm (memory off, offline: induced from
+    the train split, online) is an `awm mind2web run` on the data folder's split, and the report gives
+    element accuracy, action F1, step SR and task SR per arm (macro and micro, intervals over tasks)
+    with paired per-task differences and tokens per component (plot: mind2web_metrics.png).
+
     Example: awm ablate configs/miniwob-demo.toml --workers 2 --out runs/demo-ablation
+
+    Example: awm ablate configs/mind2web-ablation.toml --out runs/mind2web-ablation
     """
     from rich.console import Console
 

@@ -18,6 +18,12 @@ memory arm, T = its mean tokens per task (actor + judge + induction); memory off
 scaled by T / (the off arm's mean tokens per task), rounded up, never below the base and at most
 `budget_max_scale` times it. Its achieved tokens per task are reported next to T; they fall short
 when episodes end before the step limit (more steps buy tokens only to agents that use them).
+
+With `benchmark = "mind2web"` in `[pipeline]` the arms are Mind2Web runs instead (memory off / offline
+/ online, `awm.pipeline.mind2web_ablation`): the same `[[arm]]` entries, repeats and folders
+(`OUT/arms/<arm>/rep<N>/`, each an `awm mind2web run` folder), and a report of AWM's metrics. Its
+arms may not change the tasks (`data`, `split`, `websites`, `limit`), and it has no budget-matched
+arm (Mind2Web has no step budget to raise: one prediction per annotated step).
 """
 
 from __future__ import annotations
@@ -29,13 +35,14 @@ import re
 import time
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 from rich.console import Console
 
 from awm.config import Settings
 from awm.errors import ConfigError, StageError
+from awm.pipeline.ablation_plan import AblationConfig, AblationPlan, PlannedArm, arm_dir
 from awm.pipeline.config import PipelineConfig, load_pipeline_config
 from awm.pipeline.progress import ProgressBoard, progress_board
 from awm.pipeline.report import (
@@ -48,53 +55,12 @@ from awm.pipeline.report import (
     write_report,
 )
 
+if TYPE_CHECKING:
+    from awm.pipeline.mind2web_report import Mind2WebAblationReport
+
 ARM_FIXED_FIELDS = ("name", "benchmark", "tasks", "seeds")  # every arm runs the same stream
+MIND2WEB_ARM_FIXED_FIELDS = ("data", "split", "websites", "limit")  # ... the same Mind2Web tasks
 _ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-
-
-class ArmSpec(BaseModel):
-    """One `[[arm]]` entry: a name and the `[pipeline]` fields it overrides."""
-
-    model_config = ConfigDict(extra="allow")
-
-    name: str
-
-    def overrides(self) -> dict[str, Any]:
-        return dict(self.model_extra or {})
-
-
-class AblationConfig(BaseModel):
-    """The ablation's own keys (top level of the TOML file) and its arms."""
-
-    model_config = ConfigDict(extra="ignore")  # [pipeline], [llm]... belong to others
-
-    repeats: int = Field(default=1, ge=1)
-    budget_matched: bool = False
-    budget_max_scale: float = Field(default=3.0, ge=1.0)
-    budget_memory_arm: str | None = None
-    budget_off_arm: str | None = None
-    arm: list[ArmSpec] = Field(min_length=1)
-
-
-class PlannedArm(BaseModel):
-    """An arm ready to run: its validated pipeline config and what it changed."""
-
-    name: str
-    config: PipelineConfig
-    overrides: dict[str, Any]
-
-
-class AblationPlan(BaseModel):
-    """Everything `run_ablation` needs, checked before anything runs."""
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    config_path: Path
-    config_hash: str
-    ablation: AblationConfig
-    base: PipelineConfig
-    settings: Settings
-    arms: list[PlannedArm]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -149,14 +115,20 @@ def load_ablation(
         raise ConfigError(f"{path}: arm name(s) {', '.join(duplicates)} appear more than once")
     if ablation.budget_matched and BUDGET_ARM in names:
         raise ConfigError(f"{path}: the arm name '{BUDGET_ARM}' is reserved for budget_matched = true")
+    mind2web = base.benchmark == "mind2web"
+    if mind2web:
+        from awm.pipeline.mind2web_ablation import check_mind2web_ablation
+
+        check_mind2web_ablation(ablation, path)
     arms = []
     for spec in ablation.arm:
         overrides = spec.overrides()
-        fixed = sorted(set(overrides) & set(ARM_FIXED_FIELDS))
+        fixed = sorted(set(overrides) & {*ARM_FIXED_FIELDS, *(MIND2WEB_ARM_FIXED_FIELDS if mind2web else ())})
         if fixed:
+            what = "Mind2Web tasks (data, split, websites, limit)" if mind2web else "tasks and seeds"
             raise ConfigError(
-                f"{path}: arm '{spec.name}' sets {', '.join(fixed)}; every arm runs the [pipeline] tasks "
-                "and seeds (set them there)"
+                f"{path}: arm '{spec.name}' sets {', '.join(fixed)}; every arm runs the [pipeline] {what} "
+                "(set them there)"
             )
         try:
             config, _ = load_pipeline_config(
@@ -242,10 +214,6 @@ def budget_match(
 # --------------------------------------------------------------------------------------------------
 
 
-def arm_dir(out: Path, arm: str, repeat: int) -> Path:
-    return Path(out) / "arms" / arm / f"rep{repeat}"
-
-
 def _stream_length(config: PipelineConfig) -> int:
     from awm.pipeline.online import resolve_stream
 
@@ -303,12 +271,17 @@ def run_ablation(
     *,
     console: Console | None = None,
     show_progress: bool = True,
-) -> tuple[AblationReport, Path]:
-    """Run (or resume) every arm and repeat, then write the report; returns it and RESULTS.md's path.
+) -> tuple[AblationReport | Mind2WebAblationReport, Path]:
+    """Run (or resume) every arm and repeat, then write the report; returns it and RESULTS.md's path
+    (a Mind2Web ablation's report is a `Mind2WebAblationReport`).
 
     A stage failure in one arm is recorded and the other arms still run; the report is written, then
     a `StageError` names the failed arms (re-run the same command to resume them).
     """
+    if plan.base.benchmark == "mind2web":
+        from awm.pipeline.mind2web_ablation import run_mind2web_ablation
+
+        return run_mind2web_ablation(plan, out, console=console, show_progress=show_progress)
     from awm.pipeline.driver import run_arm
     from awm.provenance import collect_provenance, write_provenance
 

@@ -3,13 +3,19 @@
 Why a model of its own: an arm is fully described by this object and `Settings`, both are stored in
 the run database, and `awm pipeline resume RUN_DIR` rebuilds the run from them alone. Unknown keys are
 errors (a misspelt `induce_evry` must not silently fall back to the default).
+
+`benchmark = "mind2web"` is the offline Mind2Web consumer (`awm.pipeline.mind2web_run`), which `awm
+ablate` drives: its tasks are a split's annotated tasks (`data`, `split`, `websites`, `limit`), its
+fields (`MIND2WEB_FIELDS`) belong to no other benchmark, and the browser-episode fields
+(`NOT_MIND2WEB_FIELDS`) do not apply to it; setting either on the wrong benchmark is an error naming
+the field, so nothing is silently ignored.
 """
 
 from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -18,6 +24,39 @@ from awm.errors import ConfigError
 
 MemoryKind = Literal["off", "online", "offline", "fixed"]
 PIPELINE_TABLE = "pipeline"
+MIND2WEB = "mind2web"
+MIND2WEB_DATA_HELP = (
+    "download Mind2Web from https://huggingface.co/datasets/osunlp/Mind2Web (train/ and the test "
+    "splits, unzipped: test_task/, test_website/, test_domain/) into a local folder and set data to it"
+)
+# Fields of the Mind2Web benchmark only (what `awm.pipeline.mind2web_run.RunOptions` takes).
+MIND2WEB_FIELDS = (
+    "data", "split", "websites", "limit", "ranker", "scores", "top_k", "page_format", "exemplars",
+    "exemplar_seed", "max_tokens",
+)  # fmt: skip
+# Fields of browser episodes that mean nothing to Mind2Web (teacher forcing, one prediction per annotated
+# step, memory per website induced by the run itself), each with why.
+NOT_MIND2WEB_FIELDS = {
+    "tasks": "its tasks are the split's annotated tasks: choose them with split, websites and limit",
+    "goal": "every task carries its own annotated goal",
+    "seeds": "its tasks are fixed annotations, not seeded pages",
+    "max_steps": "each task has its annotated steps, one prediction per step (teacher forcing)",
+    "policy": "it is always solved by the model",
+    "memory_scope": "each website reads its own scope, mind2web/<website>",
+    "admission": "offline memory admits the gold train tasks, online memory every answer (no verdict)",
+    "judge": "there is no judge: the metrics compare with the annotation",
+    "induce_every": "online memory is induced after every task",
+    "memory_mode": "a task sees its website's whole memory, as in AWM",
+    "k": "a task sees its website's whole memory, as in AWM",
+    "workflows": "workflows are shown as text",
+    "scope": "each website reads its own scope, mind2web/<website>",
+    "verify": "there is no page to replay on",
+    "offline_from": "offline memory is induced from the train split of data",
+    "workers": "its tasks run one after another",
+    "parallel_backend": "its tasks run one after another",
+    "ray_address": "its tasks run one after another",
+    "episode_timeout_s": "there are no browser episodes",
+}
 
 
 class PipelineConfig(BaseModel):
@@ -35,13 +74,22 @@ class PipelineConfig(BaseModel):
 
     `workers` episodes run at once (local processes or Ray, one browser each): memory-off, fixed and
     offline arms fan out fully; online arms run scopes in parallel and each scope's stream in order.
+
+    Mind2Web (`benchmark = "mind2web"`, offline, teacher-forced): `data` is the folder of the native
+    JSON splits, `split` the test split, `websites` (default: all) and `limit` (the first N tasks of
+    each website, else of the split) choose the tasks; `ranker` (``minilm`` or ``mindact`` with
+    `scores`, default DATA/scores_all_data.pkl) and `top_k` choose the candidates shown per step,
+    `page_format` how the page is shown (default: `awm mind2web run`'s),
+    `exemplars` solved train steps (sampled with `exemplar_seed`) are shown as examples, and
+    `max_tokens` caps each answer (default: `[llm] max_tokens`). `memory` is ``off``, ``offline``
+    (each website's scope induced from the train split first) or ``online``; `induction` as above.
     """
 
     model_config = ConfigDict(extra="forbid")
 
     name: str = "pipeline"
-    benchmark: Literal["miniwob", "webarena", "browsergym", "live"] = "miniwob"
-    tasks: list[str] = Field(min_length=1)  # task names; for `live`, the URLs of the pages
+    benchmark: Literal["miniwob", "webarena", "browsergym", "live", "mind2web"] = "miniwob"
+    tasks: list[str] = Field(default_factory=list)  # task names; for `live`, the URLs; none for mind2web
     goal: str = ""  # `live` only: what the agent should do on each page
     seeds: list[int] | None = None  # None: the benchmark's default (0 for MiniWoB, none for WebArena)
     max_steps: int = Field(default=10, ge=1)
@@ -62,9 +110,32 @@ class PipelineConfig(BaseModel):
     parallel_backend: Literal["local", "ray"] = "local"
     ray_address: str | None = None
     episode_timeout_s: float = Field(default=300, gt=0)
+    # Mind2Web only (MIND2WEB_FIELDS)
+    data: Path | None = None  # the folder of the native JSON splits (train/, test_task/, ...)
+    split: Literal["test_task", "test_website", "test_domain"] = "test_task"
+    websites: list[str] | None = None  # None: every website of the split
+    limit: int | None = Field(default=None, ge=1)  # the first N tasks (of each website, if named)
+    ranker: Literal["minilm", "mindact"] = "minilm"
+    scores: Path | None = None  # MindAct score pickle (default DATA/scores_all_data.pkl)
+    top_k: int = Field(default=10, ge=1)
+    page_format: str | None = None  # `awm.mind2web.prompt.PAGE_FORMATS`; None: the run's default
+    exemplars: int = Field(default=0, ge=0)
+    exemplar_seed: int = 0
+    max_tokens: int | None = Field(default=None, ge=1)  # answer tokens per step; None: [llm] max_tokens
 
     @model_validator(mode="after")
     def _consistent(self) -> PipelineConfig:
+        if self.benchmark != MIND2WEB and not self.tasks:
+            raise ValueError("tasks is empty: give at least one task name (for live, a page URL)")
+        if self.benchmark == MIND2WEB:
+            if self.memory == "fixed":
+                raise ValueError(
+                    "memory 'fixed' is not offered for mind2web: use off, offline (induced from the train "
+                    "split) or online"
+                )
+            if self.websites is not None and not self.websites:
+                raise ValueError("websites is empty; leave it out for every website, or name some")
+            return self
         if self.admission in ("judge", "both") and not self.judge:
             raise ValueError(f"admission '{self.admission}' needs judge = true (the judge's label is read)")
         if self.memory == "offline" and not self.offline_from:
@@ -79,10 +150,12 @@ class PipelineConfig(BaseModel):
 
     def result_fields(self) -> dict[str, Any]:
         """What changes each episode's result (the run's config hash): not the name, the worker count or
-        the backend, and not the task list, so a run folder may be resumed with more tasks or seeds."""
-        return self.model_dump(
-            mode="json", exclude={"name", "tasks", "seeds", "workers", "parallel_backend", "ray_address"}
-        )
+        the backend, and not the task list, so a run folder may be resumed with more tasks or seeds.
+        (The Mind2Web fields only for Mind2Web, so no other run's hash changed when they were added.)"""
+        exclude = {"name", "tasks", "seeds", "workers", "parallel_backend", "ray_address"}
+        if self.benchmark != MIND2WEB:
+            exclude |= set(MIND2WEB_FIELDS)
+        return self.model_dump(mode="json", exclude=exclude)
 
 
 def _field_error(exc: ValidationError, source: str) -> ConfigError:
@@ -103,13 +176,87 @@ def parse_pipeline_table(
     Relative `offline_from` paths are taken from `base_dir` (default: the working directory), and
     stored absolute, so a resumed run finds them from anywhere.
     """
+    _check_benchmark_fields(table, source)
     try:
         config = PipelineConfig.model_validate(table)
     except ValidationError as exc:
         raise _field_error(exc, source) from None
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     config.offline_from = [p if p.is_absolute() else (base / p).resolve() for p in config.offline_from]
+    if config.benchmark == MIND2WEB:
+        _check_mind2web_paths(config, base, source)
     return config
+
+
+def _check_benchmark_fields(table: dict[str, Any], source: str) -> None:
+    """A field of another benchmark is an error naming it (it would otherwise be silently ignored); a
+    key whose value is None counts as not set."""
+    benchmark = table.get("benchmark") or "miniwob"
+    if benchmark not in get_args(PipelineConfig.model_fields["benchmark"].annotation):
+        return  # the model names the bad benchmark and its choices
+    given = [name for name, value in table.items() if value is not None]
+    if benchmark == MIND2WEB:
+        for name in given:
+            if name in NOT_MIND2WEB_FIELDS:
+                raise ConfigError(
+                    f"{source}: field '{name}' does not apply to benchmark 'mind2web': "
+                    f"{NOT_MIND2WEB_FIELDS[name]}"
+                )
+        return
+    if table.get("tasks") in (None, []):
+        raise ConfigError(
+            f"{source}: field 'tasks' is missing or empty: give at least one task name (for live, a page URL)"
+        )
+    for name in given:
+        if name in MIND2WEB_FIELDS:
+            raise ConfigError(
+                f"{source}: field '{name}' is a Mind2Web field: it needs benchmark = 'mind2web' "
+                f"(this config's benchmark is {benchmark!r})"
+            )
+
+
+def _check_mind2web_paths(config: PipelineConfig, base: Path, source: str) -> None:
+    """`data` (and `scores`, if given) made absolute and checked: a missing folder fails here, before
+    any run folder is written, naming the field and where to get the data."""
+    if config.data is None:
+        raise ConfigError(
+            f"{source}: field 'data' is missing: benchmark 'mind2web' needs the folder of the Mind2Web "
+            f"JSON splits; {MIND2WEB_DATA_HELP}"
+        )
+    config.data = config.data if config.data.is_absolute() else (base / config.data).resolve()
+    if not config.data.is_dir():
+        raise ConfigError(
+            f"{source}: field 'data': the Mind2Web folder {str(config.data)!r} does not exist; "
+            f"{MIND2WEB_DATA_HELP}"
+        )
+    needs = {config.split: f"split = {config.split!r}"}
+    if config.memory == "offline" or config.exemplars:
+        needs["train"] = "memory 'offline'" if config.memory == "offline" else "exemplars"
+    for split, why in needs.items():
+        if not ((config.data / split).is_dir() or (config.data / "data" / split).is_dir()):
+            raise ConfigError(
+                f"{source}: field 'data': {str(config.data)!r} has no {split}/ folder (needed by {why}); "
+                f"{MIND2WEB_DATA_HELP}"
+            )
+    if config.scores is not None:
+        config.scores = config.scores if config.scores.is_absolute() else (base / config.scores).resolve()
+        if not config.scores.is_file():
+            raise ConfigError(
+                f"{source}: field 'scores': no file {str(config.scores)!r} (a MindAct score pickle)"
+            )
+    if config.page_format is not None:
+        from awm.mind2web.prompt import PAGE_FORMATS
+
+        if config.page_format not in PAGE_FORMATS:
+            raise ConfigError(
+                f"{source}: field 'page_format': must be one of {', '.join(PAGE_FORMATS)} "
+                f"(got {config.page_format!r})"
+            )
+    for website in config.websites or []:
+        if not website or "/" in website or website.startswith("."):
+            raise ConfigError(
+                f"{source}: field 'websites': {website!r} is not a website name (it names a folder)"
+            )
 
 
 def load_pipeline_config(

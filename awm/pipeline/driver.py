@@ -33,6 +33,7 @@ from awm.pipeline.progress import ArmBar, progress_board
 from awm.pipeline.stages import Clients, PipelineContext, PipelineStageError, evaluate_stage
 from awm.pipeline.state import PipelineState, TaskState
 from awm.trajectory import Step, Task, Trajectory, load_trajectory
+from awm.webarena.harness import StepCapture
 
 
 class VersionRecord(BaseModel):
@@ -165,21 +166,23 @@ class _Stream:
 
     # -- results --------------------------------------------------------------------------------
 
-    def on_step(self, job: EpisodeJob, trajectory: Trajectory, step: Step, png: bytes | None) -> None:
+    def on_step(
+        self, job: EpisodeJob, trajectory: Trajectory, step: Step, capture: StepCapture | None
+    ) -> None:
         """In-process runs: each step is written as it happens."""
         if trajectory.trajectory_id not in self.live:
             self.live.add(trajectory.trajectory_id)
             self.ctx.recorder.start_episode(trajectory)
             self.bar.note("solve", job.task.key)
-        self.ctx.recorder.record_step(trajectory, step, png)
+        self.ctx.recorder.record_step(trajectory, step, capture)
 
-    def on_result(self, job: EpisodeJob, trajectory: Trajectory, shots: list[bytes | None]) -> None:
+    def on_result(self, job: EpisodeJob, trajectory: Trajectory, captures: list[StepCapture | None]) -> None:
         """An episode ended (any worker): record it, then evaluate and commit as the arm says."""
         recorder = self.ctx.recorder
         if trajectory.trajectory_id not in self.live:
             recorder.start_episode(trajectory)
-            for step, png in zip(trajectory.steps, shots, strict=False):
-                recorder.record_step(trajectory, step, png)
+            for step, capture in zip(trajectory.steps, captures, strict=False):
+                recorder.record_step(trajectory, step, capture)
         recorder.end_episode(trajectory)
         self.in_flight.discard(job.task.key)
         self.trajectories[job.task.key] = trajectory

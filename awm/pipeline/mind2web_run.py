@@ -28,7 +28,7 @@ from awm.memory.store import WorkflowStore
 from awm.mind2web.data import SPLITS, iter_records
 from awm.mind2web.memory import memory_for
 from awm.mind2web.metrics import score
-from awm.mind2web.prompt import pick_exemplar_steps, render_exemplar
+from awm.mind2web.prompt import PAGE_FORMATS, PageFormat, pick_exemplar_steps, render_exemplar
 from awm.mind2web.ranking import EmbeddingRanker, MindActRanker, Ranker
 from awm.mind2web.schema import TaskRecord
 from awm.mind2web.solve import predictions_for, scope_of, solve_task
@@ -45,6 +45,7 @@ RESULT_FIELDS = (
     "induction",
     "top_k",
     "ranker",
+    "page_format",
     "exemplars",
     "seed",
     "max_tokens",
@@ -62,6 +63,7 @@ class RunOptions(BaseModel):
     induction: Literal["neural", "rule"] = "neural"
     top_k: int = 10
     ranker: Literal["minilm", "mindact"] = "minilm"
+    page_format: PageFormat = "awm"  # the published pruned tree as AWM showed it; "mindact", "compact"
     scores: str | None = None
     exemplars: int = 0
     seed: int = 0
@@ -99,12 +101,15 @@ def _task_path(out: Path, annotation_id: str) -> Path:
 
 
 def _check_options(out: Path, options: RunOptions) -> None:
-    """Save run.json, or check that a resumed run uses the same result-changing options."""
+    """Save run.json, or check that a resumed run uses the same result-changing options.
+
+    A run.json without ``page_format`` was written before the option existed, when every page was compact.
+    """
     path = out / "run.json"
     if path.exists():
         try:
-            before = RunOptions.model_validate_json(path.read_text())
-        except ValueError as exc:
+            before = RunOptions.model_validate({"page_format": "compact", **json.loads(path.read_text())})
+        except (ValueError, TypeError) as exc:  # not JSON, not an object, or not run options
             raise DataError(f"{path}: not a run options file ({exc})") from None
         changed = [f for f in RESULT_FIELDS if getattr(before, f) != getattr(options, f)]
         if changed:
@@ -158,7 +163,7 @@ def load_exemplars(options: RunOptions) -> list[str]:
     )
     wanted = {aid for aid, _ in picks}
     whole = {r.annotation_id: r for r in iter_records(options.data, "train") if r.annotation_id in wanted}
-    rendered = (render_exemplar(whole[aid], i, options.seed) for aid, i in picks)
+    rendered = (render_exemplar(whole[aid], i, options.seed, options.page_format) for aid, i in picks)
     return [text for text in rendered if text is not None]
 
 
@@ -228,6 +233,7 @@ def run_mind2web(
                     top_k=options.top_k,
                     memory=memory,
                     exemplars=exemplars,
+                    page_format=options.page_format,
                 )
                 save_trajectory(done, _task_path(out, record.annotation_id))
                 finished[record.annotation_id] = done
@@ -306,7 +312,8 @@ def render_summary(summary: Mind2WebRunSummary) -> str:
     lines = [
         f"# Mind2Web {o.split}: memory {o.memory}" + (f" ({o.induction})" if o.memory != "off" else ""),
         "",
-        f"{summary.tasks} tasks, {summary.steps} steps; ranker {o.ranker}, top-{o.top_k}; "
+        f"{summary.tasks} tasks, {summary.steps} steps; ranker {o.ranker}, top-{o.top_k}, "
+        f"{o.page_format} page; "
         f"recall@{o.top_k} of the target {100 * summary.recall_at_k:.1f}% over {summary.recall_steps} steps "
         "(the ceiling on element accuracy); model "
         f"{o.model or '?'}; {summary.llm_calls} model calls, {summary.prompt_tokens:,} prompt tokens.",
@@ -370,6 +377,14 @@ def run_command(
         Path | None, typer.Option(help="MindAct score pickle (default DATA/scores_all_data.pkl).")
     ] = None,
     top_k: Annotated[int, typer.Option("--top-k", min=1, help="Candidates shown per step.")] = 10,
+    page_format: Annotated[
+        str,
+        typer.Option(
+            "--page-format",
+            help="awm (the published pruned tree with HTML brackets, as AWM prompted) | mindact (the same tree "
+            "in MindAct's parenthesised form) | compact (one line per candidate).",
+        ),
+    ] = "awm",
     exemplars: Annotated[int, typer.Option(min=0, help="Solved train steps shown as examples.")] = 0,
     seed: Annotated[int, typer.Option(help="Seed of the exemplar sample.")] = 0,
     limit: Annotated[int | None, typer.Option(min=1, help="Only the first N tasks.")] = None,
@@ -412,6 +427,8 @@ def run_command(
         raise ConfigError(f"--induction must be neural or rule (got {induction!r})")
     if ranker not in ("minilm", "mindact"):
         raise ConfigError(f"--ranker must be minilm or mindact (got {ranker!r})")
+    if page_format not in PAGE_FORMATS:
+        raise ConfigError(f"--page-format must be awm, mindact or compact (got {page_format!r})")
     configure_runtime_env()
     settings = load_settings(config, overrides={"llm": {"backend": backend, "model": model}})
     client = make_client(settings, use_cache=False if no_cache else None)
@@ -423,6 +440,7 @@ def run_command(
         induction=induction,  # type: ignore[arg-type]
         top_k=top_k,
         ranker=ranker,  # type: ignore[arg-type]
+        page_format=page_format,  # type: ignore[arg-type]
         scores=str(scores) if scores else None,
         exemplars=exemplars,
         seed=seed,

@@ -9,6 +9,7 @@ commit point does.
 
 from __future__ import annotations
 
+from awm.errors import ConfigError
 from awm.pipeline.config import PipelineConfig
 from awm.pipeline.stages import PipelineContext, admit_stage, commit_stage, induce_stage
 from awm.trajectory import Task, Trajectory
@@ -19,6 +20,11 @@ def resolve_stream(config: PipelineConfig) -> list[Task]:
     (task then seed; WebArena task ids sorted within a site)."""
     from awm.webarena.tasks import resolve_tasks
 
+    if config.benchmark == "mind2web":
+        raise ConfigError(
+            "benchmark 'mind2web' is solved offline: run it with `awm ablate CONFIG` (arms, report) or "
+            "`awm mind2web run`; `awm run` and `awm pipeline` drive the browser benchmarks"
+        )
     tasks = resolve_tasks(config.benchmark, config.tasks, config.seeds, goal=config.goal)
     by_scope: dict[str, list[Task]] = {}
     for task in tasks:

@@ -24,7 +24,7 @@ from awm.pipeline.policy import PolicyFactory
 from awm.proctree import kill_process_tree
 from awm.trajectory import Step, Task, Trajectory, Verdict
 from awm.webarena.env import BrowserSession
-from awm.webarena.harness import HarnessConfig, StepCallback, run_episode
+from awm.webarena.harness import HarnessConfig, StepCallback, StepCapture, run_episode
 
 ParallelBackend = Literal["local", "ray"]
 
@@ -70,11 +70,11 @@ class AllJobs:
         return jobs
 
 
-# Called in the driver as each episode ends: the job, the trajectory, one screenshot per step (None
-# where none was taken, or where the step was already handed over live).
-ResultCallback = Callable[[EpisodeJob, Trajectory, list[bytes | None]], None]
+# Called in the driver as each episode ends: the job, the trajectory, one capture (screenshot and page
+# HTML) per step (None where nothing was taken, or where the step was already handed over live).
+ResultCallback = Callable[[EpisodeJob, Trajectory, list[StepCapture | None]], None]
 # In-process runs only: called as each step happens (for live recording).
-LiveStepCallback = Callable[[EpisodeJob, Trajectory, Step, bytes | None], None]
+LiveStepCallback = Callable[[EpisodeJob, Trajectory, Step, StepCapture | None], None]
 
 
 class PoolConfig(BaseModel):
@@ -145,7 +145,7 @@ def run_tasks_parallel(
         env_config=env_config or BrowserSettings(),
         harness_config=harness_config or HarnessConfig(),
         pool=pool,
-        on_result=lambda job, trajectory, _shots: results.__setitem__(job.index, trajectory),
+        on_result=lambda job, trajectory, _captures: results.__setitem__(job.index, trajectory),
     )
     missing = [tasks[i].key for i in range(len(tasks)) if i not in results]
     if missing:  # every backend fills each slot or raises; this guards the invariant
@@ -185,18 +185,18 @@ def killed_trajectory(job: EpisodeJob, *, seconds: float, reason: str, backend: 
     )
 
 
-class _Screenshots:
-    """The step callback that keeps each step's screenshot by step index, and the list of them in the
-    trajectory's step order. By index, not by call order: a `run_workflow` step is recorded after the
-    sub-steps it called, which come after it in the trajectory."""
+class _Captures:
+    """The step callback that keeps each step's capture (screenshot, page HTML) by step index, and the
+    list of them in the trajectory's step order. By index, not by call order: a `run_workflow` step is
+    recorded after the sub-steps it called, which come after it in the trajectory."""
 
     def __init__(self) -> None:
-        self.by_index: dict[int, bytes | None] = {}
+        self.by_index: dict[int, StepCapture | None] = {}
 
-    def __call__(self, _trajectory: Trajectory, step: Step, png: bytes | None) -> None:
-        self.by_index[step.index] = png
+    def __call__(self, _trajectory: Trajectory, step: Step, capture: StepCapture | None) -> None:
+        self.by_index[step.index] = capture
 
-    def aligned(self, trajectory: Trajectory) -> list[bytes | None]:
+    def aligned(self, trajectory: Trajectory) -> list[StepCapture | None]:
         return [self.by_index.get(step.index) for step in trajectory.steps]
 
 
@@ -219,20 +219,20 @@ def _run_in_process(
     with BrowserSession(env_config) as session:
         while queue:
             job = queue.popleft()
-            if on_step is not None:  # each step (and its screenshot) goes to the driver as it happens
+            if on_step is not None:  # each step (and its capture) goes to the driver as it happens
 
                 def live(
-                    trajectory: Trajectory, step: Step, png: bytes | None, job: EpisodeJob = job
+                    trajectory: Trajectory, step: Step, capture: StepCapture | None, job: EpisodeJob = job
                 ) -> None:
-                    on_step(job, trajectory, step, png)
+                    on_step(job, trajectory, step, capture)
 
                 trajectory = solve_job(session, job, factory, harness_config, live)
-                shots: list[bytes | None] = [None] * len(trajectory.steps)
+                captures: list[StepCapture | None] = [None] * len(trajectory.steps)
             else:
-                collect = _Screenshots()
+                collect = _Captures()
                 trajectory = solve_job(session, job, factory, harness_config, collect)
-                shots = collect.aligned(trajectory)
-            on_result(job, trajectory, shots)
+                captures = collect.aligned(trajectory)
+            on_result(job, trajectory, captures)
             queue.extend(source.ready())
 
 
@@ -258,7 +258,7 @@ def _local_worker_main(
             if message is None:
                 return
             try:
-                collect = _Screenshots()
+                collect = _Captures()
                 job = EpisodeJob.model_validate_json(message)
                 trajectory = solve_job(session, job, factory, harness_config, collect)
                 conn.send(("done", trajectory.to_json(), collect.aligned(trajectory)))
@@ -348,7 +348,7 @@ def _run_local_pool(
             for worker in list(pool):
                 if worker.conn in ready:
                     try:
-                        kind, payload, shots = worker.conn.recv()
+                        kind, payload, captures = worker.conn.recv()
                     except (EOFError, OSError):
                         _replace(pool, worker, spawn, on_result, "the worker process died")
                         queue.extend(source.ready())
@@ -361,7 +361,7 @@ def _run_local_pool(
                     else:
                         job, worker.job = worker.job, None
                         assert job is not None
-                        on_result(job, Trajectory.model_validate_json(payload), list(shots))
+                        on_result(job, Trajectory.model_validate_json(payload), list(captures))
                         queue.extend(source.ready())
                 elif worker.job is not None and time.monotonic() - worker.busy_since > deadline_s:
                     reason = f"episode exceeded the timeout ({deadline_s:.0f} s with grace); worker killed"
@@ -462,8 +462,8 @@ _RAY_WORKER: dict[str, Any] = {}
 
 def _ray_solve(
     env_json: str, harness_json: str, factory: PolicyFactory, job_json: str
-) -> tuple[str, list[bytes | None]]:
-    """The Ray task: solve one job in this worker's browser; trajectory JSON and screenshots."""
+) -> tuple[str, list[StepCapture | None]]:
+    """The Ray task: solve one job in this worker's browser; trajectory JSON and step captures."""
     from awm.assets import configure_runtime_env
 
     configure_runtime_env()
@@ -473,7 +473,7 @@ def _ray_solve(
         _RAY_WORKER.update(
             env_json=env_json, session=BrowserSession(BrowserSettings.model_validate_json(env_json))
         )
-    collect = _Screenshots()
+    collect = _Captures()
     job = EpisodeJob.model_validate_json(job_json)
     trajectory = solve_job(
         _RAY_WORKER["session"], job, factory, HarnessConfig.model_validate_json(harness_json), collect
@@ -511,7 +511,7 @@ def _run_ray(
             for ref in done:
                 job, since = running.pop(ref)
                 try:
-                    text, shots = ray.get(ref)  # a worker's bug stops the run, with its traceback
+                    text, captures = ray.get(ref)  # a worker's bug stops the run, with its traceback
                 except ray.exceptions.WorkerCrashedError as exc:  # the process died, not a bug of ours
                     reason = f"the Ray worker process died: {str(exc).splitlines()[0]}"
                     trajectory = killed_trajectory(
@@ -519,7 +519,7 @@ def _run_ray(
                     )
                     on_result(job, trajectory, [None])
                 else:
-                    on_result(job, Trajectory.model_validate_json(text), list(shots))
+                    on_result(job, Trajectory.model_validate_json(text), list(captures))
                 queue.extend(source.ready())
             now = time.monotonic()
             for ref, (job, since) in list(running.items()):

@@ -39,6 +39,7 @@ def replay_command(
     from awm.pipeline.replay import REPLAYS_DIR, recording_workflow, replay_workflow
     from awm.traces.db import open_run
     from awm.webarena.env import BrowserSession
+    from awm.webarena.harness import StepCapture
 
     if not (Path(run_dir) / "run.sqlite").is_file():
         raise AwmError(f"{run_dir} is not a run folder (no run.sqlite); give the folder `awm run` wrote")
@@ -58,9 +59,9 @@ def replay_command(
     settings = load_settings(None)
     shots: dict[int, bytes] = {}
 
-    def keep_screenshot(_trajectory: object, step: object, png: bytes | None) -> None:
-        if png is not None:
-            shots[step.index] = png  # type: ignore[attr-defined]
+    def keep_screenshot(_trajectory: object, step: object, capture: StepCapture | None) -> None:
+        if capture is not None and capture.png is not None:
+            shots[step.index] = capture.png  # type: ignore[attr-defined]
 
     with BrowserSession(settings.browser) as session:
         result = replay_workflow(session, workflow, {}, source, on_step=keep_screenshot)

@@ -120,7 +120,7 @@ def run_command(
     capped by [browser.rails]. The agent ends the run itself (an answer, or report_infeasible); --judge
     adds a verdict, otherwise the summary reports the agent's own end as self-reported.
 
-    The run folder holds run.sqlite, events.jsonl, screenshots/, trajectories/, summary.md, summary.json
+    The run folder holds run.sqlite, events.jsonl, screenshots/, pages/ (each step's page as HTML), trajectories/, summary.md, summary.json
     and provenance.json (git commit, packages, the command). Running again with the same --out skips
     the episodes that already finished.
 

@@ -161,7 +161,7 @@ class PipelineState:
         return None if row is None else str(row["id"])
 
     def drop_partial_episodes(self, task_key: str) -> list[str]:
-        """Delete a task's unfinished episodes (rows, steps, screenshots, trajectory file) before it
+        """Delete a task's unfinished episodes (rows, steps, screenshots, pages, trajectory file) before it
         is re-run from its start; returns their ids. The event log keeps its lines (append-only)."""
         ids = [
             str(r["id"])
@@ -181,7 +181,8 @@ class PipelineState:
             raise
         self._conn.execute("COMMIT")
         for episode_id in ids:
-            shutil.rmtree(self.run_dir / "screenshots" / safe_name(episode_id), ignore_errors=True)
+            for folder in ("screenshots", "pages"):  # its screenshots and page snapshots
+                shutil.rmtree(self.run_dir / folder / safe_name(episode_id), ignore_errors=True)
             trajectory_path(self.run_dir, episode_id).unlink(missing_ok=True)
         return ids
 

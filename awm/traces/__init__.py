@@ -1,7 +1,8 @@
 """Traces: every step of every episode, written as it happens, and read back for viewing.
 
 A run folder holds `run.sqlite` (the run database), `events.jsonl` (the event log),
-`screenshots/<episode>/<step>.png` and `trajectories/<episode_id>.json` (written on episode end).
+`screenshots/<episode>/<step>.png`, `pages/<episode>/<step>.html` (the page each step decided on, its
+elements carrying BrowserGym's ``bid``) and `trajectories/<episode_id>.json` (written on episode end).
 `RunRecorder` is the one object a runner uses; `open_run` is the read side.
 """
 
@@ -9,10 +10,10 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from awm.errors import ConfigError, DataError
-from awm.files import write_bytes_atomic
+from awm.files import write_bytes_atomic, write_text_atomic
 from awm.trajectory import Step, Trajectory, Verdict, load_trajectory, save_trajectory, utc_now
 
 from .db import (
@@ -24,13 +25,18 @@ from .db import (
     RunWriter,
     StepRow,
     open_run,
+    safe_name,
     screenshot_relpath,
     step_values,
     trajectory_path,
 )
 from .events import Event, EventLog, episode_end_data, episode_start_data, read_events, step_data
 
+if TYPE_CHECKING:
+    from awm.webarena.harness import StepCapture
+
 __all__ = [
+    "PAGES_DIR",
     "EpisodeRow",
     "Event",
     "RunDatabase",
@@ -38,8 +44,16 @@ __all__ = [
     "RunRow",
     "StepRow",
     "open_run",
+    "page_relpath",
     "read_events",
 ]
+
+PAGES_DIR = "pages"
+
+
+def page_relpath(episode_id: str, index: int) -> str:
+    """A step's page HTML, relative to the run folder: `pages/<safe episode name>/<index>.html`."""
+    return f"{PAGES_DIR}/{safe_name(episode_id)}/{index}.html"
 
 
 class RunRecorder:
@@ -102,19 +116,22 @@ class RunRecorder:
         self,
         trajectory: Trajectory,
         step: Step,
-        screenshot_png: bytes | None = None,
+        capture: StepCapture | None = None,
     ) -> None:
         """Write one step now (re-recording the same index replaces it).
 
-        A screenshot is saved under `screenshots/<episode>/<index>.png` and its run-relative path is
-        set on `step.screenshot`, so the trajectory JSON written at episode end points to it.
+        The capture's screenshot is saved under `screenshots/<episode>/<index>.png` and its run-relative
+        path is set on `step.screenshot`, so the trajectory JSON written at episode end points to it; its
+        page HTML goes to `pages/<episode>/<index>.html` (`page_relpath`).
         """
         episode_id = trajectory.trajectory_id
         screenshot = step.screenshot
-        if screenshot_png is not None:
+        if capture is not None and capture.png is not None:
             screenshot = screenshot_relpath(episode_id, step.index)
-            write_bytes_atomic(self.run_dir / screenshot, screenshot_png)
+            write_bytes_atomic(self.run_dir / screenshot, capture.png)
             step.screenshot = screenshot
+        if capture is not None and capture.html is not None:
+            write_text_atomic(self.run_dir / page_relpath(episode_id, step.index), capture.html)
         self._db.upsert_step(
             step_values(
                 episode_id, step, prompt_hash=step.prompt_hash, screenshot=screenshot, recorded_at=utc_now()

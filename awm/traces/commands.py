@@ -86,14 +86,50 @@ def export(
             help="Write one self-contained HTML page instead (screenshots embedded), of the episode or the whole run.",
         ),
     ] = None,
+    mind2web: Annotated[
+        Path | None,
+        typer.Option(
+            "--mind2web", metavar="DIR", file_okay=False,
+            help="Write the run's successful episodes as Mind2Web task records, DIR/<split>/<split>_0.json "
+            "(what awm mind2web and the Mind2Web loader read), one per episode.",
+        ),
+    ] = None,
+    split: Annotated[
+        str, typer.Option("--split", help="With --mind2web: the split folder to write (train, test_task, ...).")
+    ] = "train",
+    include_failed: Annotated[
+        bool, typer.Option("--include-failed", help="With --mind2web: unsuccessful episodes too.")
+    ] = False,
+    negatives: Annotated[
+        int,
+        typer.Option("--negatives", help="With --mind2web: other actionable elements kept per step, at most."),
+    ] = 50,
 ) -> None:
     """Write an episode's full trajectory JSON (rebuilt from the database if the episode never ended),
-    or, with --html, a page to share a run or an episode without a server.
+    or, with --html, a page to share a run or an episode without a server, or, with --mind2web, the
+    run as Mind2Web data (each step's page, the acted element as the positive candidate, its id the
+    BrowserGym bid) for offline induction and scoring.
 
     Example: awm traces export runs/miniwob-1 click-button#0 click-button.json
 
     Example: awm traces export runs/miniwob-1 --html miniwob-1.html
+
+    Example: awm traces export runs/miniwob-1 --mind2web data/miniwob-m2w
     """
+    if mind2web is not None:
+        from .mind2web_export import export_run
+
+        if episode is not None or out is not None or html is not None:
+            raise typer.BadParameter("--mind2web exports the whole run: give no EPISODE, OUT or --html with it")
+        report = export_run(
+            run_dir, mind2web, split=split, include_failed=include_failed, max_negatives=negatives
+        )
+        typer.echo(
+            f"wrote {report.file}: {len(report.records)} record(s), {report.n_steps} step(s)", err=True
+        )
+        for episode_id, reason in report.skipped.items():
+            typer.echo(f"  skipped {episode_id}: {reason}", err=True)
+        return
     if html is not None:
         from awm.app.export import export_html
         from awm.files import write_text_atomic

@@ -33,7 +33,7 @@ from awm.rails import RailsError
 from awm.trajectory import TargetDesc, Task
 from awm.webarena.fingerprint import PageSnapshot, snapshot_page
 from awm.webarena.guard import LiveRails
-from awm.webarena.observation import build_observation
+from awm.webarena.observation import build_observation, page_html
 from awm.webarena.outcomes import EnvCrashError, ExecResult, looks_like_crash
 from awm.webarena.sanitize import sanitize_text
 
@@ -56,13 +56,27 @@ class PageState(BaseModel):
     # encoding costs ~30 ms a page, most of a step's time outside the model, and is wasted unless recorded.
     screenshot: Any = Field(default=None, exclude=True, repr=False)
     snapshot: PageSnapshot | None = Field(default=None, exclude=True, repr=False)
+    # BrowserGym's DOM snapshot and extra element properties of this page (None: `[browser] pages` off);
+    # written out as HTML only when asked (`html`), like the screenshot.
+    dom: tuple[Any, Any] | None = Field(default=None, exclude=True, repr=False)
     _png: bytes | None = PrivateAttr(default=None)
+    _html: str | None = PrivateAttr(default=None)
 
     def screenshot_png(self) -> bytes | None:
         """The screenshot as PNG, encoded on first call and kept; None without a screenshot."""
         if self._png is None and self.screenshot is not None:
             self._png = encode_png(self.screenshot)
         return self._png
+
+    def html(self) -> str | None:
+        """The page as HTML, elements carrying their BrowserGym ``bid`` (`observation.page_html`), made on
+        first call and kept; None without a DOM snapshot."""
+        if self._html is None and self.dom is not None:
+            try:
+                self._html = page_html(*self.dom) or None
+            except Exception:  # a page snapshot is a record, like the screenshot; never fail a step for it
+                logger.debug("page snapshot conversion failed", exc_info=True)
+        return self._html
 
 
 # --------------------------------------------------------------------------------------------------
@@ -450,10 +464,11 @@ class BrowserSession:
         url = str(obs.get("url", ""))
         snapshot = snapshot_page(url, built)
         shot = obs.get("screenshot") if self.config.screenshots else None
+        dom = (obs.get("dom_object"), obs.get("extra_element_properties")) if self.config.pages else None
         return PageState(
             text=built.text, ids=built.ids, elements=built.elements, url=url, goal=self._goal,
             fingerprint=snapshot.digest(), last_action_error=sanitize_text(obs.get("last_action_error"), 400),
-            screenshot=shot, snapshot=snapshot,
+            screenshot=shot, snapshot=snapshot, dom=dom if dom and dom[0] else None,
         )  # fmt: skip
 
     def mark_broken(self) -> None:

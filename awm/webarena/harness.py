@@ -85,7 +85,28 @@ class HarnessConfig(BaseModel):
     workflow_executor: ExecutorConfig = ExecutorConfig()  # how `run_workflow` grounds and retries its steps
 
 
-StepCallback = Callable[[Trajectory, Step, bytes | None], None]
+class StepCapture(BaseModel):
+    """What a recorder keeps of the page a step decided on, beside the step: its screenshot (PNG) and
+    its HTML (`PageState.html`: elements carry their BrowserGym ``bid``, the ids actions name). Either
+    is None where it was not taken (`[browser] screenshots`, `[browser] pages`).
+
+    The one thing that travels with a step from the harness to the recorder, in process, through a
+    worker's pipe (pickled) or from a Ray task."""
+
+    png: bytes | None = None
+    html: str | None = None
+
+    @classmethod
+    def of(cls, page: PageState | None) -> StepCapture | None:
+        """The page's screenshot and HTML, made now (None: no page, or nothing taken)."""
+        if page is None:
+            return None
+        # PNG encoding (~30 ms a page) and the HTML happen here, and only when someone records the step.
+        capture = cls(png=page.screenshot_png(), html=page.html())
+        return capture if capture.png is not None or capture.html is not None else None
+
+
+StepCallback = Callable[[Trajectory, Step, StepCapture | None], None]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -348,7 +369,7 @@ def run_episode(
             break
         index = trajectory.steps[-1].index + 1 if trajectory.steps else 0
         step = Step(index=index, url=page.url, observation=page.text, fingerprint=page.fingerprint)
-        shown = page  # the page this step decided on; its screenshot is encoded only for a recorder
+        shown = page  # the page this step decided on; its screenshot and HTML are made only for a recorder
         try:
             page, feedback = _run_step(
                 session, policy, config, trajectory, step, page, feedback, seen, callables, record_sub
@@ -490,8 +511,7 @@ def _record(trajectory: Trajectory, step: Step, page: PageState | None, on_step:
         # a model step is recorded after the sub-steps it called (which have the higher indexes)
         trajectory.steps.sort(key=lambda s: s.index)
     if on_step is not None:
-        # PNG encoding (~30 ms a page) happens here, and only when someone records the step.
-        on_step(trajectory, step, page.screenshot_png() if page is not None else None)
+        on_step(trajectory, step, StepCapture.of(page))
 
 
 def _control_for(session: BrowserSession, action: Action) -> ControlInfo | None:

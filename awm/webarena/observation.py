@@ -10,7 +10,9 @@ off-screen ones go first when the budget is tight, and the result is a pure func
 
 from __future__ import annotations
 
+import html
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -396,4 +398,152 @@ def build_observation(
     )  # fmt: skip
 
 
-__all__ = ["Line", "Observation", "build_observation", "dom_hints", "estimate_tokens", "quote"]
+# --------------------------------------------------------------------------------------------------
+# The page as HTML (recorded per step for offline data: `awm traces export --mind2web`)
+# --------------------------------------------------------------------------------------------------
+
+BID_ATTRIBUTE = "bid"  # BrowserGym's element id (browsergym.core.constants.BROWSERGYM_ID_ATTRIBUTE)
+_BROWSERGYM_ATTRS = "browsergym_"  # its scratch attributes (visibility ratio, set-of-marks flag)
+_DROPPED_TAGS = frozenset({"script", "style", "noscript", "template"})
+_VOID_TAGS = frozenset("area base br col embed hr img input link meta param source track wbr".split())  # noqa: SIM905
+_ATTR_NAME = re.compile(r"[^\s\"'<>/=]+")
+
+
+def _box(bbox: Any) -> str:
+    """BrowserGym's [x, y, width, height] as Mind2Web's ``bounding_box_rect`` text ("120,340.5,210,38")."""
+    return ",".join(str(int(v)) if float(v).is_integer() else str(round(float(v), 3)) for v in bbox)
+
+
+@dataclass
+class _Document:
+    """One document of a DOMSnapshot, indexed for the walk."""
+
+    nodes: dict[str, Any]
+    children: list[list[int]]
+    frames: dict[int, int]  # iframe node -> its content document
+    values: dict[int, str]  # node -> its live input value
+    checked: set[int]
+    selected: set[int]
+
+
+def _document(raw: dict[str, Any], strings: list[str]) -> _Document:
+    nodes = raw["nodes"]
+    parents = nodes.get("parentIndex", [])
+    children: list[list[int]] = [[] for _ in parents]
+    for i, parent in enumerate(parents):  # nodes come in document order, so children do too
+        if parent >= 0:
+            children[parent].append(i)
+    frames = nodes.get("contentDocumentIndex") or {}
+    inputs = nodes.get("inputValue") or {}
+    return _Document(
+        nodes=nodes,
+        children=children,
+        frames=dict(zip(frames.get("index", []), frames.get("value", []), strict=False)),
+        values={
+            i: strings[v]
+            for i, v in zip(inputs.get("index", []), inputs.get("value", []), strict=False)
+            if v >= 0
+        },
+        checked=set((nodes.get("inputChecked") or {}).get("index", [])),
+        selected=set((nodes.get("optionSelected") or {}).get("index", [])),
+    )
+
+
+def _open_tag(doc: _Document, i: int, strings: list[str], extra: dict[str, Any]) -> str | None:
+    """``<tag attr="...">`` of element `i` (see `page_html`); None for an element left out."""
+    nodes = doc.nodes
+    name_idx = nodes["nodeName"][i]
+    tag = strings[name_idx].lower() if name_idx >= 0 else ""
+    if tag in _DROPPED_TAGS or not _ATTR_NAME.fullmatch(tag) or tag.startswith(":"):
+        return None  # also pseudo-elements ("::before")
+    raw = nodes["attributes"][i]
+    attrs: dict[str, str | None] = {}
+    for k in range(0, len(raw) - 1, 2):
+        name = strings[raw[k]] if raw[k] >= 0 else ""
+        if name.startswith(_BROWSERGYM_ATTRS) or not _ATTR_NAME.fullmatch(name):
+            continue
+        attrs[name] = strings[raw[k + 1]] if raw[k + 1] >= 0 else None
+    if i in doc.values:
+        attrs["input_value"] = doc.values[i]
+    if i in doc.checked:
+        attrs["input_checked"] = "true"
+    if i in doc.selected:
+        attrs["option_selected"] = "true"
+    bid = attrs.get(BID_ATTRIBUTE)
+    props = extra.get(bid) if bid else None
+    if props:
+        bbox = props.get("bbox")
+        if bbox is not None and len(bbox) >= 4:
+            attrs["bounding_box_rect"] = _box(bbox[:4])
+        if props.get("clickable"):
+            attrs["is_clickable"] = "true"
+    shown = "".join(
+        f" {name}" if value is None else f' {name}="{html.escape(value, quote=True)}"'
+        for name, value in attrs.items()
+    )
+    return f"<{tag}{shown}>"
+
+
+def page_html(dom_snapshot: dict[str, Any] | None, extra_properties: dict[str, Any] | None = None) -> str:
+    """The page of a DOMSnapshot (BrowserGym's ``dom_object``) as one HTML string, iframes inlined.
+
+    Every element keeps its own attributes, BrowserGym's ``bid`` included (the id actions name); its
+    scratch attributes are left out, and so are scripts, styles, comments and pseudo-elements. The
+    snapshot's live state is added under the names Mind2Web uses (its pages came from the same CDP
+    call): ``input_value``, ``input_checked``, ``option_selected``; and per element with a bid, from
+    BrowserGym's extra properties, ``bounding_box_rect`` ("x,y,width,height", rendered elements only)
+    and ``is_clickable``. Text and attribute values are escaped. Why not BrowserGym's
+    `flatten_dom_to_str`: it writes values unescaped (a quote in a value breaks the tag), drops the
+    input state, and pretty-prints through BeautifulSoup, which changes the text and costs more than
+    the walk. Iterative, so a deep page cannot exhaust the recursion limit. '' without a snapshot.
+    """
+    if not dom_snapshot or not dom_snapshot.get("documents"):
+        return ""
+    strings: list[str] = dom_snapshot.get("strings", [])
+    raw_documents: list[dict[str, Any]] = dom_snapshot["documents"]
+    documents: dict[int, _Document] = {}
+    extra = extra_properties or {}
+    out: list[str] = []
+    stack: list[tuple[int, int] | str] = [(0, 0)]  # (document, node) to write, or a closing tag
+    inlined: set[int] = {0}
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        d, i = item
+        if d not in documents:
+            documents[d] = _document(raw_documents[d], strings)
+        doc = documents[d]
+        kind = doc.nodes["nodeType"][i]
+        if kind in (3, 4):  # text, CDATA
+            value_idx = doc.nodes["nodeValue"][i]
+            if value_idx >= 0 and strings[value_idx]:
+                out.append(html.escape(strings[value_idx], quote=False))
+            continue
+        closing: list[str] = []
+        if kind == 1:
+            tag = _open_tag(doc, i, strings, extra)
+            if tag is None:
+                continue
+            out.append(tag)
+            name = tag[1:].split(" ", 1)[0].rstrip(">")
+            if name in _VOID_TAGS:
+                continue
+            closing.append(f"</{name}>")
+        elif kind not in (9, 11):  # a document or shadow root shows its children; comments, doctypes: nothing
+            continue
+        content: list[tuple[int, int]] = []
+        sub = doc.frames.get(i)  # an iframe shows its document first
+        if sub is not None and sub not in inlined and 0 <= sub < len(raw_documents):
+            inlined.add(sub)
+            content.append((sub, 0))
+        content.extend((d, child) for child in doc.children[i])
+        stack.extend(closing)
+        stack.extend(reversed(content))
+    return "".join(out)
+
+
+__all__ = [
+    "Line", "Observation", "build_observation", "dom_hints", "estimate_tokens", "page_html", "quote",
+]  # fmt: skip
