@@ -158,3 +158,16 @@ def test_traces_export_html_is_one_self_contained_file(served: tuple[str, Path],
     assert "login-user" in page.inner_text("main") and "click-test" in page.inner_text("main")
     snap(page, "export")
     page.close()
+
+
+def test_a_request_naming_another_host_is_refused(served: tuple[str, Path]) -> None:
+    """DNS rebinding: a page on evil.example whose name now resolves to 127.0.0.1 sends Host: evil.example."""
+    import urllib.error
+    import urllib.request
+
+    base, _ = served
+    request = urllib.request.Request(f"{base}/api/runs", headers={"Host": "evil.example"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request)
+    assert refused.value.code == 400
+    assert get_status(f"{base}/api/runs") == 200

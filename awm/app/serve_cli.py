@@ -88,6 +88,7 @@ def serve_command(
         live_dir=folders[0] / "live",
         allow_hosts=list(allow_host or []),
         config=config,
+        allowed_hosts=["127.0.0.1", "localhost"] if is_loopback_bind(host) else ["*"],
     )
     console = Console(stderr=True)
     warning = bind_warning(host, port)

@@ -15,6 +15,7 @@ from urllib.parse import quote
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from awm.errors import AwmError
 from awm.pipeline.summary import live_facts, summarize_episode
@@ -206,6 +207,7 @@ def create_app(settings: AppSettings) -> FastAPI:
     app = FastAPI(title="awm", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json", lifespan=lifespan)
     app.state.ctx = ctx
     app.mount("/static", StaticFiles(directory=str(STATIC_DIR)), name="static")
+    app.add_middleware(TrustedHostMiddleware, allowed_hosts=settings.allowed_hosts)
 
     @app.exception_handler(NotServed)
     def not_served(request: Request, exc: NotServed) -> Response:

@@ -37,6 +37,9 @@ class AppSettings(BaseModel):
     max_live: int = LIVE_MAX_CONCURRENT
     stream_idle_s: float = STREAM_IDLE_S
     confirm_timeout_s: float | None = None  # the gate's wait for a person; None: `[browser.rails]`'s
+    # Host headers answered: on loopback only the loopback names, so a page elsewhere that rebinds its
+    # own name to 127.0.0.1 (DNS rebinding) cannot read runs or start live runs; ["*"] when bound wider.
+    allowed_hosts: list[str] = Field(default_factory=lambda: ["127.0.0.1", "localhost"])
 
 
 @dataclass

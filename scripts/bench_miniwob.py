@@ -1,0 +1,224 @@
+"""Benchmark the agent on the MiniWoB++ development split: success per task and overall, and where it fails.
+
+What it runs: the arm of `configs/miniwob-dev-split.toml` (62 tasks x 3 seeds, memory off, at most 10
+steps, the embedded model, response cache off) through the one driver (`run_arm`), into a run folder
+that resumes. What it prints, side by side in one table: per task the episodes solved, mean steps, model
+calls per step, prompt tokens per step and seconds per episode; then the overall figures and the
+failure anatomy: how episodes ended, the failure classes of steps, the actions most repeated within one
+episode (the loops), and the parse refusals (what the model wrote that the parser refused).
+
+Why the split: the other MiniWoB++ tasks are held out; develop and measure on these only.
+
+Run: .venv/bin/python scripts/bench_miniwob.py [--tasks a,b] [--seeds 0-2] [--out DIR]
+     .venv/bin/python scripts/bench_miniwob.py --report DIR      (the tables of a finished run, no model)
+Writes DIR/bench_miniwob.md and DIR/bench_miniwob.json beside the run's own summary. About 35 minutes for
+the whole split on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import sys
+from collections import Counter, defaultdict
+from datetime import datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from awm.evaluation.success import is_success
+from awm.files import write_text_atomic
+from awm.trajectory import Trajectory, load_trajectory
+
+ROOT = Path(__file__).resolve().parents[1]
+SPLIT_CONFIG = ROOT / "configs" / "miniwob-dev-split.toml"
+TOP = 10
+_BID = re.compile(r"'\d+'")
+
+
+def _task_name(trajectory: Trajectory) -> str:
+    return trajectory.task.task_id.removeprefix("browsergym/").removeprefix("miniwob.")
+
+
+def latest_trajectories(run_dir: Path) -> list[Trajectory]:
+    """The last attempt of each task key in a run folder's trajectories/ (what the summary counts)."""
+    latest: dict[str, Trajectory] = {}
+    for path in sorted((run_dir / "trajectories").glob("*.json")):
+        trajectory = load_trajectory(path)
+        kept = latest.get(trajectory.task.key)
+        if kept is None or trajectory.started_at >= kept.started_at:
+            latest[trajectory.task.key] = trajectory
+    return [latest[k] for k in sorted(latest)]
+
+
+def task_rows(trajectories: list[Trajectory]) -> list[dict]:
+    """Per task: episodes, solved, mean steps, model calls per step, prompt tokens per step, s/episode."""
+    by_task: dict[str, list[Trajectory]] = defaultdict(list)
+    for t in trajectories:
+        by_task[_task_name(t)].append(t)
+    rows = []
+    for name in sorted(by_task):
+        group = by_task[name]
+        steps = sum(len(t.steps) for t in group)
+        rows.append({
+            "task": name,
+            "episodes": len(group),
+            "solved": sum(is_success(t) for t in group),
+            "mean_steps": steps / len(group),
+            "calls_per_step": sum(s.llm_calls for t in group for s in t.steps) / steps if steps else 0.0,
+            "prompt_tokens_per_step": sum(t.prompt_tokens for t in group) / steps if steps else 0.0,
+            "seconds_per_episode": sum(t.seconds for t in group) / len(group),
+            "ends": dict(Counter(t.end for t in group)),
+        })  # fmt: skip
+    return rows
+
+
+def anatomy(trajectories: list[Trajectory]) -> dict:
+    """Where the failed episodes went wrong: ends, step failure classes, repeated actions, parse refusals."""
+    failed = [t for t in trajectories if not is_success(t)]
+    repeated: Counter[str] = Counter()
+    for t in failed:
+        actions = Counter(_BID.sub("'ID'", s.action_str) for s in t.steps if s.action_str)
+        for action, n in actions.items():
+            if n >= 2:
+                repeated[f"{_task_name(t)}: {action}"] += n
+    refusals = Counter(
+        s.error.split(";")[0][:90] for t in trajectories for s in t.steps if s.outcome == "parse_error"
+    )
+    return {
+        "failed_episodes": len(failed),
+        "ends_of_failed": dict(Counter(t.end for t in failed).most_common()),
+        "failure_classes": dict(Counter(s.outcome for t in trajectories for s in t.steps if s.outcome != "ok").most_common()),
+        "repeated_actions": dict(repeated.most_common(TOP)),
+        "parse_refusals": dict(refusals.most_common(TOP)),
+    }  # fmt: skip
+
+
+def overall(trajectories: list[Trajectory]) -> dict:
+    steps = sum(len(t.steps) for t in trajectories)
+    n = len(trajectories)
+    return {
+        "episodes": n,
+        "solved": sum(is_success(t) for t in trajectories),
+        "success_rate": sum(is_success(t) for t in trajectories) / n if n else None,
+        "steps": steps,
+        "calls_per_step": sum(s.llm_calls for t in trajectories for s in t.steps) / steps if steps else 0.0,
+        "prompt_tokens_per_step": sum(t.prompt_tokens for t in trajectories) / steps if steps else 0.0,
+        "seconds_per_episode": sum(t.seconds for t in trajectories) / n if n else 0.0,
+    }
+
+
+def render_markdown(run_dir: Path, rows: list[dict], total: dict, causes: dict, command: str) -> str:
+    rate = "n/a" if total["success_rate"] is None else f"{100 * total['success_rate']:.1f}%"
+    lines = [
+        "# MiniWoB++ development split",
+        "",
+        f"- run folder: `{run_dir}`",
+        f"- command: `{command}`",
+        f"- written: {datetime.now().isoformat(timespec='seconds')}",
+        "",
+        f"**Solved {total['solved']}/{total['episodes']} ({rate})**; {total['calls_per_step']:.2f} model calls and "
+        f"{total['prompt_tokens_per_step']:.0f} prompt tokens per step, {total['seconds_per_episode']:.1f} s per episode.",
+        "",
+        "| task | solved | mean steps | calls/step | prompt tok/step | s/episode | ends |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for r in rows:
+        ends = ", ".join(f"{k} x{v}" for k, v in r["ends"].items())
+        lines.append(
+            f"| {r['task']} | {r['solved']}/{r['episodes']} | {r['mean_steps']:.1f} | {r['calls_per_step']:.2f} | "
+            f"{r['prompt_tokens_per_step']:.0f} | {r['seconds_per_episode']:.1f} | {ends} |"
+        )
+    lines += ["", f"## Failure anatomy ({causes['failed_episodes']} failed episodes)", ""]
+    for title, key in (
+        ("How failed episodes ended", "ends_of_failed"),
+        ("Step failure classes (all episodes)", "failure_classes"),
+        ("Actions repeated within one failed episode (bids as ID)", "repeated_actions"),
+        ("Parse refusals", "parse_refusals"),
+    ):
+        lines += [f"### {title}", ""]
+        lines += [f"- {k}: {v}" for k, v in causes[key].items()] or ["- none"]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def print_tables(console: Console, rows: list[dict], total: dict, causes: dict) -> None:
+    table = Table(title="MiniWoB++ development split, per task")
+    for column in ("task", "solved", "steps", "calls/step", "tok/step", "s/ep", "ends"):
+        table.add_column(column, justify="left" if column in ("task", "ends") else "right")
+    for r in rows:
+        table.add_row(
+            r["task"], f"{r['solved']}/{r['episodes']}", f"{r['mean_steps']:.1f}", f"{r['calls_per_step']:.2f}",
+            f"{r['prompt_tokens_per_step']:.0f}", f"{r['seconds_per_episode']:.1f}",
+            ", ".join(f"{k} x{v}" for k, v in r["ends"].items()),
+        )  # fmt: skip
+    rate = "n/a" if total["success_rate"] is None else f"{100 * total['success_rate']:.1f}%"
+    table.caption = (
+        f"solved {total['solved']}/{total['episodes']} ({rate}); {total['calls_per_step']:.2f} calls and "
+        f"{total['prompt_tokens_per_step']:.0f} prompt tokens per step; {total['seconds_per_episode']:.1f} s per episode"
+    )
+    console.print(table)
+    for key, values in causes.items():
+        if isinstance(values, dict):
+            console.print(f"[bold]{key}[/bold]: " + ("; ".join(f"{k} x{v}" for k, v in values.items()) or "none"), markup=True)
+
+
+def report(run_dir: Path, console: Console, command: str) -> None:
+    trajectories = latest_trajectories(run_dir)
+    if not trajectories:
+        console.print(f"{run_dir}: no finished episodes (trajectories/*.json)")
+        raise SystemExit(2)
+    rows, total, causes = task_rows(trajectories), overall(trajectories), anatomy(trajectories)
+    print_tables(console, rows, total, causes)
+    data = {"run_dir": str(run_dir), "command": command, "overall": total, "tasks": rows, "anatomy": causes}
+    write_text_atomic(run_dir / "bench_miniwob.json", json.dumps(data, indent=2) + "\n")
+    write_text_atomic(run_dir / "bench_miniwob.md", render_markdown(run_dir, rows, total, causes, command) + "\n")
+    console.print(f"wrote {run_dir / 'bench_miniwob.md'}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--config", type=Path, default=SPLIT_CONFIG, help="the split's config (default: the dev split)")
+    parser.add_argument("--tasks", help="comma list: only these tasks of the split")
+    parser.add_argument("--seeds", help="seeds, e.g. 0-2 (default: the config's)")
+    parser.add_argument("--out", type=Path, help="run folder (default: runs/<time>-bench-miniwob); resumed if it exists")
+    parser.add_argument("--report", type=Path, metavar="DIR", help="only print the tables of a finished run")
+    args = parser.parse_args(argv)
+    console = Console()
+    command = shlex.join([Path(sys.executable).name, *sys.argv])
+    if args.report is not None:
+        report(args.report, console, command)
+        return 0
+    from awm.assets import configure_runtime_env
+    from awm.pipeline.config import load_pipeline_config
+    from awm.pipeline.driver import run_arm
+    from awm.webarena.tasks import parse_seeds, split_names
+
+    configure_runtime_env()
+    config, settings = load_pipeline_config(args.config)
+    split = list(config.tasks)
+    update: dict = {}
+    if args.tasks:
+        chosen = split_names(args.tasks)
+        outside = [t for t in chosen if t not in split]
+        if outside:
+            console.print(f"not in the development split: {', '.join(outside)} (the other tasks are held out)")
+            return 2
+        update["tasks"] = chosen
+    if args.seeds:
+        update["seeds"] = parse_seeds(args.seeds)
+    config = config.model_copy(update=update)
+    out = args.out or ROOT / "runs" / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-bench-miniwob"
+    result = run_arm(config, settings, out, console=console)
+    if result.failed_stage is not None:
+        console.print(f"stage {result.failed_stage} failed: {result.error}")
+        return 1
+    report(Path(out), console, command)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
