@@ -289,7 +289,7 @@ def test_ablation_off_offline_online_end_to_end(isolated: Path, records) -> None
 
     from awm.app.server import AppSettings, create_app
 
-    page = TestClient(create_app(AppSettings(runs=[tmp], live_dir=tmp / "live"))).get("/ablations/out")
+    page = TestClient(create_app(AppSettings(runs=[tmp], live_dir=tmp / "live")), base_url="http://127.0.0.1").get("/ablations/out")
     assert page.status_code == 200 and "There is no budget-matched arm" in page.text  # RESULTS.md shown
     text = md.read_text()
     assert "Wilson" in text and "bootstrap" in text
