@@ -11,6 +11,7 @@ Why the split: the other MiniWoB++ tasks are held out; develop and measure on th
 
 Run: .venv/bin/python scripts/bench_miniwob.py [--tasks a,b] [--seeds 0-2] [--out DIR]
      .venv/bin/python scripts/bench_miniwob.py --report DIR      (the tables of a finished run, no model)
+     .venv/bin/python scripts/bench_miniwob.py --compare BEFORE AFTER   (two runs paired by task and seed)
 Writes DIR/bench_miniwob.md and DIR/bench_miniwob.json beside the run's own summary. About 35 minutes for
 the whole split on 2 cores.
 """
@@ -179,6 +180,50 @@ def report(run_dir: Path, console: Console, command: str) -> None:
     console.print(f"wrote {run_dir / 'bench_miniwob.md'}")
 
 
+def paired(before: list[Trajectory], after: list[Trajectory]) -> dict:
+    """Episode by episode (same task, same seed) in two runs: per task the solved counts side by side,
+    and overall the episodes both runs solved, only the first, only the second, neither."""
+    first = {t.task.key: t for t in before}
+    second = {t.task.key: t for t in after}
+    keys = sorted(first.keys() & second.keys())
+    counts: Counter[str] = Counter()
+    per_task: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # solved before, after, episodes
+    for key in keys:
+        a, b = is_success(first[key]), is_success(second[key])
+        counts["both" if a and b else "only before" if a else "only after" if b else "neither"] += 1
+        row = per_task[_task_name(first[key])]
+        row[0], row[1], row[2] = row[0] + a, row[1] + b, row[2] + 1
+    tasks = [{"task": name, "before": r[0], "after": r[1], "episodes": r[2]} for name, r in sorted(per_task.items())]
+    return {
+        "episodes": len(keys),
+        "before": overall([first[k] for k in keys]),
+        "after": overall([second[k] for k in keys]),
+        "pairs": {k: counts[k] for k in ("both", "only before", "only after", "neither")},
+        "tasks": tasks,
+    }
+
+
+def compare(before_dir: Path, after_dir: Path, console: Console) -> dict:
+    """Print and return `paired` for two finished runs (no model)."""
+    result = paired(latest_trajectories(before_dir), latest_trajectories(after_dir))
+    table = Table(title=f"paired: {before_dir.name} -> {after_dir.name}")
+    for column in ("task", "before", "after", "change"):
+        table.add_column(column, justify="left" if column == "task" else "right")
+    for r in result["tasks"]:
+        change = r["after"] - r["before"]
+        table.add_row(r["task"], f"{r['before']}/{r['episodes']}", f"{r['after']}/{r['episodes']}", f"{change:+d}" if change else "")
+    b, a = result["before"], result["after"]
+    table.caption = (
+        f"{result['episodes']} paired episodes: solved {b['solved']} -> {a['solved']}; "
+        + ", ".join(f"{k} {v}" for k, v in result["pairs"].items())
+        + f"; s/episode {b['seconds_per_episode']:.1f} -> {a['seconds_per_episode']:.1f}; prompt tok/step "
+        f"{b['prompt_tokens_per_step']:.0f} -> {a['prompt_tokens_per_step']:.0f}; calls/step "
+        f"{b['calls_per_step']:.2f} -> {a['calls_per_step']:.2f}"
+    )
+    console.print(table)
+    return result
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--config", type=Path, default=SPLIT_CONFIG, help="the split's config (default: the dev split)")
@@ -186,9 +231,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", help="seeds, e.g. 0-2 (default: the config's)")
     parser.add_argument("--out", type=Path, help="run folder (default: runs/<time>-bench-miniwob); resumed if it exists")
     parser.add_argument("--report", type=Path, metavar="DIR", help="only print the tables of a finished run")
+    parser.add_argument(
+        "--compare", type=Path, nargs=2, metavar=("BEFORE", "AFTER"),
+        help="pair two finished runs episode by episode (same task and seed); writes AFTER/bench_paired.json",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     console = Console()
     command = shlex.join([Path(sys.executable).name, *sys.argv])
+    if args.compare is not None:
+        before_dir, after_dir = args.compare
+        result = compare(before_dir, after_dir, console) | {"before_dir": str(before_dir), "command": command}
+        write_text_atomic(after_dir / "bench_paired.json", json.dumps(result, indent=2) + "\n")
+        return 0
     if args.report is not None:
         report(args.report, console, command)
         return 0

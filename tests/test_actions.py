@@ -23,6 +23,7 @@ from awm.actions import (
     ids_for_roles,
     parse_action,
     render_action,
+    target_first_grammar,
 )
 from awm.errors import ActionParseError, ConfigError
 
@@ -117,10 +118,10 @@ def test_rendered_action_is_what_browsergym_executes(browsergym_set, action: Act
 
 
 def test_canonical_args_fill_defaults_and_keep_signature_order() -> None:
-    action = parse_action("click(button='right', bid='a7')").action
-    assert list(action.args) == ["bid", "button"]
-    assert action.args == {"bid": "a7", "button": "right"}
-    assert render_action(action) == "click('a7', button='right')"
+    action = parse_action("fill(value='Bob', bid='a7')").action
+    assert list(action.args) == ["bid", "value"]
+    assert action.args == {"bid": "a7", "value": "Bob"}
+    assert render_action(action) == "fill('a7', 'Bob')"
     assert parse_action("noop()").action.args == {"wait_ms": 1000}
     assert render_action(parse_action("noop(1000)").action) == "noop()"
     assert render_action(parse_action("noop(250.5)").action) == "noop(wait_ms=250.5)"
@@ -170,11 +171,11 @@ PAYLOADS = [
     ("fill('5', '{m}' + __import__('os').popen('touch {m}').read())", "non_literal"),
     ("select_option('5', [__import__('os').system('touch {m}')])", "non_literal"),
     ("send_msg_to_user(__import__('subprocess').run(['touch', '{m}']))", "non_literal"),
-    ("click(button=__import__('os').system('touch {m}'), bid='5')", "non_literal"),
+    ("fill(value=__import__('os').system('touch {m}'), bid='5')", "non_literal"),
     ("click(bid)", "non_literal"),
     ("click('5').__class__.__init__.__globals__['os'].system('touch {m}')", "syntax"),
     ("page.click('5'); __import__('os').system('touch {m}')", "syntax"),
-    ("click('5', b'{m}')", "bad_argument"),
+    ("fill('5', b'{m}')", "bad_argument"),
     ("click(None)", "bad_argument"),
 ]
 
@@ -265,16 +266,20 @@ def test_multiple_actions_are_rejected(text: str) -> None:
         (
             "click('5', 'left', 'x')",
             "wrong_arity",
-            "click() takes 1 to 2 arguments (bid, button='left'); got 3",
+            "click() takes 1 argument (bid); got 3",
         ),
         ("hover('5', '6')", "wrong_arity", "hover() takes 1 argument (bid); got 2"),
         (
             "click('5', force=True)",
             "wrong_arity",
-            "click() got an unexpected keyword argument 'force'; its arguments are (bid, button='left')",
+            "click() got an unexpected keyword argument 'force'; its arguments are (bid)",
         ),
         ("click('5', bid='6')", "wrong_arity", "click() got multiple values for argument 'bid'"),
-        ("click('5', 'top')", "bad_argument", "must be one of 'left', 'middle', 'right'; got 'top'"),
+        (
+            "click('5', button='right')",
+            "wrong_arity",
+            "click() got an unexpected keyword argument 'button'; its arguments are (bid)",
+        ),
         ("tab_focus(1.5)", "bad_argument", "argument 'index' of tab_focus() must be an integer; got 1.5"),
         ("scroll(0, 1e999)", "bad_argument", "must be a finite number"),
         ("click('')", "bad_argument", "must be an element id string"),
@@ -494,7 +499,7 @@ def test_grammar_names_and_no_thought() -> None:
     grammar = action_grammar("browser", page_ids=["7"], names=["click"], with_thought=False)
     regex = re.compile(gbnf_to_regex(grammar))
     assert regex.fullmatch("click('7')")
-    assert regex.fullmatch("click('7', button='right')")
+    assert not regex.fullmatch("click('7', button='right')")  # a left click only (see BROWSER_ACTIONS)
     assert not regex.fullmatch("click('8')")
     assert not regex.fullmatch("Let me click.\nclick('7')")
     assert not regex.fullmatch("fill('7', 'x')")
@@ -557,7 +562,7 @@ def test_cli_parse_prints_json() -> None:
     payload = json.loads(result.stdout)
     assert payload == {
         "thought": "Submit it.",
-        "action": {"name": "click", "args": {"bid": "5", "button": "left"}},
+        "action": {"name": "click", "args": {"bid": "5"}},
         "rendered": "click('5')",
     }
 
@@ -616,7 +621,8 @@ ROLE_IDS = ids_for_roles(ROLES)
 
 
 def test_ids_for_roles_groups_ids_by_what_each_action_can_act_on() -> None:
-    assert ROLE_IDS["fill"] == ROLE_IDS["clear"] == ROLE_IDS["press"] == ["12", "13", "21"]
+    assert ROLE_IDS["fill"] == ROLE_IDS["clear"] == ["12", "13", "21"]
+    assert ROLE_IDS["press"] == ["12", "13", "15", "21"]  # Enter on a button presses it
     assert ROLE_IDS["check"] == ROLE_IDS["uncheck"] == ["20"]
     assert ROLE_IDS["select_option"] == ["21"]
     assert "click" not in ROLE_IDS and "hover" not in ROLE_IDS and "focus" not in ROLE_IDS  # any id
@@ -664,7 +670,7 @@ def test_role_aware_grammar_holds_each_action_to_its_own_ids() -> None:
     assert regex.fullmatch("click('15')") and regex.fullmatch("check('20')")
     assert regex.fullmatch("select_option('21', 'Blue')") and regex.fullmatch("press('13', 'Enter')")
     assert not regex.fullmatch("fill('15', 'Submit')")
-    assert not regex.fullmatch("press('15', 'Enter')")
+    assert regex.fullmatch("press('15', 'Enter')") and not regex.fullmatch("press('20', 'Enter')")
     assert not regex.fullmatch("check('12')")
     assert not regex.fullmatch("select_option('12', 'x')")
     # ids_for is limited to the page: an id in ids_for but not on the page is not offered
@@ -676,8 +682,8 @@ def test_role_aware_grammar_leaves_out_actions_with_no_ids_and_keeps_the_old_for
     only_buttons = ids_for_roles({"15": "button", "16": "link"})
     grammar = action_grammar("browser", page_ids=["15", "16"], ids_for=only_buttons)
     actions = parse_gbnf(grammar)["action"].split(" | ")
-    assert "click" in actions and "hover" in actions
-    assert not {"fill", "clear", "press", "check", "uncheck", "select_option"} & set(actions)
+    assert "click" in actions and "hover" in actions and "press" in actions
+    assert not {"fill", "clear", "check", "uncheck", "select_option"} & set(actions)
     assert action_grammar("browser", page_ids=PAGE_IDS, ids_for=None) == action_grammar(
         "browser", page_ids=PAGE_IDS
     )
@@ -700,3 +706,37 @@ def test_everything_the_role_aware_grammar_allows_parses_with_the_same_sets(text
     parsed = parse_action(text, page_ids=list(ROLES), ids_for=ROLE_IDS, describe=DESCRIBE)
     own = ROLE_IDS.get(parsed.action.name)
     assert parsed.action.target_id is None or parsed.action.target_id in (own if own is not None else ROLES)
+
+
+# --- target first: the element as the page describes it, then an action that fits it ---------------
+
+
+def test_target_first_grammar_names_the_element_then_only_its_own_actions() -> None:
+    targets = {"12": "textbox 'Username'", "15": "button 'Submit'", "20": "checkbox 'Remember (me)'"}
+    names = ["click", "fill", "press", "check", "scroll"]
+    grammar = target_first_grammar(targets, names, ids_for=ids_for_roles(ROLES, list(targets)))
+    regex = re.compile(gbnf_to_regex(grammar))
+    assert regex.fullmatch("On: textbox 'Username' [12]\nfill('12', 'kanesha')")
+    assert regex.fullmatch("On: button 'Submit' [15]\nclick('15')")
+    assert regex.fullmatch("On: button 'Submit' [15]\npress('15', 'Enter')")
+    assert regex.fullmatch("On: checkbox 'Remember me' [20]\ncheck('20')")  # no parentheses in a line
+    assert regex.fullmatch("On: page\nscroll(0, 300)")
+    assert not regex.fullmatch("On: button 'Submit' [15]\nfill('15', 'x')")  # a button takes no text
+    assert not regex.fullmatch("On: button 'Submit' [15]\nclick('12')")  # the id is the element's own
+    assert not regex.fullmatch("On: page\nclick('15')")
+    assert not regex.fullmatch("click('15')")  # the element comes first
+    # what the line says is read back as the thought, and the action as usual
+    parsed = parse_action("On: checkbox 'Remember me' [20]\ncheck('20')", page_ids=list(targets))
+    assert parsed.thought == "On: checkbox 'Remember me' [20]" and parsed.action.target_id == "20"
+    # spent ids leave their element out; nothing left is a clear error
+    only_submit = target_first_grammar(targets, ["click"], ids_for={"click": ["15"]})
+    assert "Username" not in only_submit and "Submit" in only_submit
+    with pytest.raises(ConfigError):
+        target_first_grammar({"12": "textbox"}, ["check"], ids_for={"check": []})
+
+
+def test_target_first_grammar_offers_workflow_calls_on_the_page_line() -> None:
+    grammar = target_first_grammar({"5": "button 'Go'"}, ["click"], workflows={"search": ["query"]})
+    regex = re.compile(gbnf_to_regex(grammar))
+    assert regex.fullmatch("On: page\nrun_workflow('search', {'query': 'socks'})")
+    assert regex.fullmatch("On: button 'Go' [5]\nclick('5')")

@@ -1,4 +1,8 @@
-"""Ground truth, the LLM judge (against the stub OpenAI-compatible server) and the judge audit."""
+"""Ground truth, the LLM judge (against the stub OpenAI-compatible server) and the judge audit.
+
+The evidence judge's own tests (goal values, end-based decisions, the yes/no question) are in
+tests/test_judge_evidence.py; here: its request shape, the JSON parser of the vision path, the audit.
+"""
 
 from __future__ import annotations
 
@@ -29,7 +33,8 @@ def make_trajectory(
     steps = [
         Step(index=0, action_str="fill('5', 'alice')", observation="[5] textbox 'Username'"),
         Step(index=1, action_str="", outcome="parse_error", error="two actions in one answer"),
-        Step(index=2, action_str="click('9')", observation=observation or "[9] button 'Login'"),
+        Step(index=2, action_str="fill('6', '123')", observation="[6] textbox 'Password'"),
+        Step(index=3, action_str="click('9')", observation=observation or "[9] button 'Login'"),
     ]
     return Trajectory(
         trajectory_id=episode_id,
@@ -122,39 +127,36 @@ def test_parse_judge_answer_rejects_anything_else_as_unknown(raw: str) -> None:
 
 def test_judge_success_with_reason_and_request_shape() -> None:
     traj = make_trajectory(reward=1.0, observation="[3] heading 'Welcome, alice'")
-    with StubLLMServer([Reply(text='{"success": true, "reason": "Welcome page for alice."}')]) as stub:
+    with StubLLMServer([Reply(text="yes")]) as stub:
         verdict = judge_trajectory(stub_client(stub), traj)
         (request,) = stub.requests
-    assert verdict == Verdict(reward=1.0, judge="success", judge_reason="Welcome page for alice.")
+    assert (verdict.judge, verdict.reward) == ("success", 1.0)
+    assert "model answered 'yes'" in verdict.judge_reason and "goal value '123'" in verdict.judge_reason
     body = request.body
-    assert body["temperature"] == 0.0
-    assert body["response_format"]["json_schema"]["schema"]["required"] == ["success", "reason"]
+    assert body["temperature"] == 0.0 and body["max_tokens"] <= 5 and "response_format" not in body
     prompt = body["messages"][-1]["content"]
     assert "Log in as alice with password 123." in prompt
     assert "Logged in." in prompt
-    assert "0. fill('5', 'alice') -> ok" in prompt
-    assert "1. (no action) -> parse_error: two actions in one answer" in prompt
-    assert "Welcome, alice" in prompt
+    assert "step 2: fill('6', '123') -> ok" in prompt
+    assert "step 1: (no action) -> parse_error" in prompt
+    assert "goal value '123': typed by fill at step 2" in prompt
 
 
-def test_judge_fenced_failure_and_garbage_unknown() -> None:
-    replies = [
-        Reply(text='```json\n{"success": false, "reason": "Still on the login form."}\n```'),
-        Reply(text="I think it probably worked!"),
-    ]
-    with StubLLMServer(replies) as stub:
+def test_judge_no_failure_and_garbage_unknown() -> None:
+    with StubLLMServer([Reply(text="no"), Reply(text="I think it probably worked!")]) as stub:
         client = stub_client(stub)
-        fenced = judge_trajectory(client, make_trajectory(reward=0.0))
+        refused = judge_trajectory(client, make_trajectory(reward=0.0))
         garbage = judge_trajectory(client, make_trajectory(reward=0.0))
-    assert (fenced.judge, fenced.judge_reason) == ("failure", "Still on the login form.")
+    assert refused.judge == "failure" and "model answered 'no'" in refused.judge_reason
     assert garbage.judge == "unknown" and "I think it probably worked!" in garbage.judge_reason
     assert not verdict_passes(garbage, "judge") and not verdict_passes(garbage, "any")
 
 
 def test_judge_truncates_the_final_page() -> None:
     page = "HEAD-OF-PAGE " + "x" * 20_000 + " TAIL-OF-PAGE"
-    with StubLLMServer([Reply(text='{"success": false, "reason": "no"}')]) as stub:
-        judge_trajectory(stub_client(stub), make_trajectory(observation=page), max_observation_chars=1000)
+    traj = make_trajectory().model_copy(update={"meta": {"final_observation": page}})
+    with StubLLMServer([Reply(text="no")]) as stub:
+        judge_trajectory(stub_client(stub), traj, max_observation_chars=1000)
         prompt = stub.requests[0].body["messages"][-1]["content"]
     assert "HEAD-OF-PAGE" in prompt and "TAIL-OF-PAGE" not in prompt
     assert "more characters cut" in prompt
@@ -168,15 +170,17 @@ def test_judge_vision_sends_the_screenshot_as_a_data_url() -> None:
     assert parts[0]["type"] == "text" and "Log in as alice" in parts[0]["text"]
     url = parts[1]["image_url"]["url"]
     assert url.startswith("data:image/png;base64,") and base64.b64decode(url.split(",", 1)[1]) == png
-    # Text mode is the default: the screenshot is only sent when vision is asked for.
-    with StubLLMServer(default=Reply(text='{"success": true, "reason": "ok"}')) as stub:
+    # Text mode is the default: the screenshot is only sent when vision is asked for (the JSON verdict).
+    with StubLLMServer([Reply(text="yes"), Reply(text='{"success": true, "reason": "ok"}')]) as stub:
         client = stub_client(stub)
-        judge_trajectory(client, make_trajectory(), screenshot_png=png)
-        judge_trajectory(client, make_trajectory(), vision=True, screenshot_png=png)
+        text = judge_trajectory(client, make_trajectory(), screenshot_png=png)
+        vision = judge_trajectory(client, make_trajectory(), vision=True, screenshot_png=png)
         text_body, vision_body = (r.body for r in stub.requests)
     assert isinstance(text_body["messages"][-1]["content"], str)
     sent = vision_body["messages"][-1]["content"]
     assert sent[1]["image_url"]["url"] == url
+    assert vision_body["response_format"]["json_schema"]["schema"]["required"] == ["success", "reason"]
+    assert (text.judge, vision.judge, vision.judge_reason) == ("success", "success", "ok")
 
 
 def test_audit_counts_by_hand() -> None:
@@ -219,7 +223,8 @@ def test_audit_with_nothing_to_compare() -> None:
 
 @pytest.mark.llm
 def test_judge_on_the_local_model_gives_a_parseable_verdict(local_llm) -> None:
-    """llama.cpp's json_schema constraint must make even the 1.5B model answer in the strict format."""
+    """The yes/no grammar must make even the 1.5B model give a decided verdict (the question is asked:
+    the password the goal names was typed, so no rule decides without the model)."""
     traj = make_trajectory(reward=1.0, observation="[3] heading 'Welcome, alice! You are logged in.'")
     verdict = judge_trajectory(local_llm, traj)
     assert verdict.judge in ("success", "failure"), verdict.judge_reason

@@ -182,7 +182,7 @@ def test_empty_description_and_empty_input():
         ("## a\ndesc\n[link] Go -> DRAG\n", 3, "OP one of CLICK"),
         ("## a\ndesc\nclick(__import__('os').system('true'))\n", 3, "not a literal"),
         ("## a\ndesc\nexplode('[button] x')\n", 3, "not an allowed action"),
-        ("## a\ndesc\nclick('[button] x', 'left', 3, 4)\n", 3, "takes 1 to 2 arguments"),
+        ("## a\ndesc\nclick('[button] x', 'left', 3, 4)\n", 3, "takes 1 argument (bid); got 4"),
         ("## a\ndesc\nfill('[textbox] x', 'unterminated)\n", 3, "cannot parse action"),
         ("## a\ndesc\n[link] Go -> CLICK\ntrailing reasoning\n", 4, "not followed by an action line"),
         ("## a\n\n## a\n", 3, "already used at line 1"),

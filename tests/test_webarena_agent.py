@@ -21,10 +21,18 @@ from awm.memory.workflow import Workflow, WorkflowStep
 from awm.tokens import CharEstimateCounter, count_messages
 from awm.trajectory import Step, TargetDesc, Task
 from awm.webarena import prompts
-from awm.webarena.agent import LLMAgent, prompt_hash, without_spent_choices
+from awm.webarena.agent import (
+    LLMAgent,
+    prompt_hash,
+    spent_plain_actions,
+    without_spent_choices,
+    without_undoing_clicks,
+)
 from awm.webarena.env import BrowserSession, PageState
-from awm.webarena.harness import DecisionContext, HarnessConfig, page_targets, run_episode
+from awm.webarena.fingerprint import ControlState, PageSnapshot
+from awm.webarena.harness import DecisionContext, HarnessConfig, cycle_period, page_targets, run_episode
 from tests.stub_llm_server import Reply, StubLLMServer
+from tests.test_actions import gbnf_to_regex
 
 TASK = Task(task_id="browsergym/miniwob.login-user", scope="miniwob/login-user", benchmark="miniwob", seed=0)
 GOAL = 'Enter the username "kanesha" and the password "x9" into the text fields and press login.'
@@ -228,7 +236,9 @@ def test_local_grammar_lets_fill_reach_text_fields_only() -> None:
     assert "'11'" in fill_ids and "'12'" in fill_ids and "'13'" not in fill_ids
     assert "check ::=" not in grammar and "select-option ::=" not in grammar  # no checkbox, no dropdown
     assert 'click ::= "click(" bid ' in grammar and "bid ::= \"'11'\" | \"'12'\" | \"'13'\"" in grammar
-    assert old == action_grammar("browser", page_ids=p.ids, names=actions_offered("miniwob"), with_thought=True)
+    assert old == action_grammar(
+        "browser", page_ids=p.ids, names=actions_offered("miniwob"), with_thought=True
+    )
 
 
 def test_spent_choices_are_not_offered_next_step() -> None:
@@ -277,6 +287,65 @@ def test_spent_choices_are_not_offered_next_step() -> None:
         before = agent.build_request(ctx(p, []))[0].grammar or ""
         after = agent.build_request(ctx(p, [filled]))[0].grammar or ""
     assert "fill ::= " in before and "fill ::= " not in after and "click ::= " in after
+
+
+def test_actions_tried_on_this_page_state_are_not_offered_again() -> None:
+    """Measured: one click repeated until the loop stop, a folder toggled open and shut (A-B-A-B).
+    Back on a page state it already acted on, the agent is not offered what it did there, worked or
+    failed; on any other state it is."""
+    ids = ["11", "12", "13"]
+    ids_for = {"fill": ["11", "12"]}
+
+    def step(name: str, bid: str, fingerprint: str, outcome: str = "ok") -> Step:
+        return Step(
+            index=0, action={"name": name, "args": {"bid": bid}}, outcome=outcome, fingerprint=fingerprint
+        )
+
+    def offered(*history: Step) -> dict[str, list[str]]:
+        return without_spent_choices(ids_for, ids, list(history), "[13] button 'Open'", "folder-shut")
+
+    toggled = [step("click", "13", "folder-shut"), step("click", "13", "folder-open")]
+    assert offered(*toggled)["click"] == ["11", "12"]  # clicked from this very state: not again
+    assert offered(step("click", "13", "folder-open")) == ids_for  # another state: still offered
+    assert offered(step("click", "12", "folder-shut", outcome="not_interactable"))["click"] == ["11", "13"]
+    assert offered(step("fill", "11", "folder-shut", outcome="action_error"))["fill"] == ["12"]
+
+
+def test_clicks_that_would_undo_a_choice_and_spent_scrolls_are_not_offered() -> None:
+    """Measured: a ticked box clicked again (unticked), a chosen radio or option clicked three times, a
+    page that does not scroll scrolled until the loop stop."""
+    controls = {
+        "11": ControlState(role="checkbox", label="Nb", flags=["checked"]),
+        "12": ControlState(role="checkbox", label="Ne"),
+        "13": ControlState(role="option", label="Lavinia", flags=["selected"]),
+        "14": ControlState(role="tab", label="Tab #1", flags=["selected"]),
+        "15": ControlState(role="button", label="Submit", flags=["selected"]),  # no choice to undo
+    }
+    text = "[11] checkbox 'Nb', checked\n[12] checkbox 'Ne'\n[13] option 'Lavinia', selected"
+    p = PageState(
+        text=text, ids=list(controls), elements={}, url="", goal=GOAL, fingerprint="fp",
+        snapshot=PageSnapshot(controls=controls),
+    )  # fmt: skip
+    offered = without_undoing_clicks({"check": ["11", "12"]}, p)
+    assert offered == {"check": ["11", "12"], "click": ["12", "15"]}  # uncheck/check stay as they were
+    scrolled = Step(
+        index=0, action={"name": "scroll", "args": {"delta_x": 0, "delta_y": 300}}, fingerprint="fp"
+    )
+    assert spent_plain_actions([scrolled.model_copy(update={"observation": text})], p) == {"scroll"}
+    assert spent_plain_actions([scrolled.model_copy(update={"observation": "above the fold"})], p) == set()
+    clicked = Step(
+        index=0, action={"name": "click", "args": {"bid": "12"}}, fingerprint="fp", observation=text
+    )
+    assert spent_plain_actions([clicked], p) == set()  # an element action: without_spent_choices' job
+
+
+def test_a_cycle_over_page_states_is_seen_when_it_comes_round_twice() -> None:
+    a, b, c = ("shut", "click('13')"), ("open", "click('13')"), ("open", "click('14')")
+    assert cycle_period([a, b, a, b]) == 2
+    assert cycle_period([c, a, b, c, a, b]) == 3
+    assert cycle_period([a, b, a]) == 0  # not yet round twice
+    assert cycle_period([a, a, a, a]) == 0  # one action repeated: the repeat count's job
+    assert cycle_period([a, b, c, b]) == 0
 
 
 def test_oversized_prompt_is_raised_as_is_for_the_harness() -> None:
@@ -332,3 +401,39 @@ def test_real_local_model_reaches_an_executed_action_on_click_test(local_llm, tm
     assert first.outcome != "llm_error", first.error
     assert first.action is not None and first.action_str, first.model_output  # parsed and executed
     assert first.prompt_tokens > 0 and first.completion_tokens > 0
+
+
+def test_target_first_asks_for_the_element_as_the_page_lists_it_then_its_action() -> None:
+    p = page(["11", "12", "13"])
+    with StubLLMServer() as stub:
+        settings = stub_settings(stub)
+        agent = LLMAgent(
+            local_style_client(stub, settings), CharEstimateCounter(), settings=settings, target_first=True
+        )
+        request = agent.build_request(ctx(p, []))[0]
+        plain = LLMAgent(make_client(settings), CharEstimateCounter(), settings=settings, target_first=True)
+        hosted = plain.build_request(ctx(p, []))[0]
+    grammar = request.grammar or ""
+    assert grammar.startswith("root ::= on-") and "On: " in request.messages[0]["content"]
+    regex = re.compile(gbnf_to_regex(grammar))
+    assert regex.fullmatch("On: textbox 'field 0' [11]\nfill('11', 'kanesha')")  # the page's own line
+    assert regex.fullmatch("On: button 'field 2' [13]\nclick('13')")
+    assert not regex.fullmatch("On: textbox 'field 0' [11]\nclick('11')")  # a text field is filled
+    # without a grammar the format cannot be held: the usual thought-and-action instructions
+    assert not plain.target_first and hosted.grammar is None and "On: " not in hosted.messages[0]["content"]
+
+
+def test_a_page_with_nothing_left_to_offer_offers_the_spent_actions_again() -> None:
+    """Measured: click-pie's page has no element ids; once its scroll was spent nothing was left and the
+    grammar could not be built, which ended the whole run. The spent scroll is offered again (the repeat
+    count ends the episode as stuck)."""
+    p = PageState(text="Q\nM\n+", ids=[], elements={}, url="", goal=GOAL, fingerprint="fp")
+    scrolled = Step(
+        index=0, action={"name": "scroll", "args": {"delta_x": 0, "delta_y": 300}}, fingerprint="fp",
+        observation=p.text, outcome="ok",
+    )  # fmt: skip
+    with StubLLMServer() as stub:
+        settings = stub_settings(stub)
+        agent = LLMAgent(local_style_client(stub, settings), CharEstimateCounter(), settings=settings)
+        grammar = agent.build_request(ctx(p, [scrolled]))[0].grammar or ""
+    assert "scroll ::= " in grammar

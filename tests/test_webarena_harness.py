@@ -141,6 +141,17 @@ def test_unchanging_page_nudges_then_ends_stuck(session: BrowserSession, base_ur
     assert "You repeated" in trajectory.steps[2].feedback
 
 
+def test_a_toggle_cycle_ends_stuck_when_it_comes_round_twice(session: BrowserSession, base_url: str):
+    """Measured on navigate-tree: a folder toggled open and shut until the loop stop. The page changes
+    every step, so only the cycle (same page, same action, the same way round again) can see it."""
+    policy = LabelScript(["click('{Documents}')", "click('{Hide}')"] * 5)
+    trajectory = run_episode(session, policy, fixture_task(base_url, "toggle"), HarnessConfig(max_steps=10))
+    assert trajectory.end == "stuck"
+    assert [s.outcome for s in trajectory.steps] == ["ok", "ok", "ok", "ok", "no_progress"]
+    assert "went round the same cycle twice" in trajectory.steps[-1].error
+    assert "notes.txt" in trajectory.steps[1].observation  # the page did change every step
+
+
 def test_native_select_uses_select_option(session: BrowserSession, base_url: str):
     policy = LabelScript(["select_option('{Color}', 'Green')", "noop()"])
     trajectory = run_episode(session, policy, fixture_task(base_url, "select"), HarnessConfig(max_steps=2))

@@ -1,11 +1,20 @@
-"""LLM judge: did the agent complete the task? A strict JSON verdict, never a guess.
+"""LLM judge: did the agent complete the task? Evidence first, then one narrow yes/no question.
 
-Why so strict: a judge that calls failed trajectories successful fills memory with wrong
-workflows (the original AWM's worst failure mode). The answer must be exactly
-`{"success": true|false, "reason": "..."}` (a code fence around it is tolerated); anything else
-is `unknown`, and `unknown` is never success.
+Why this shape: asked for a JSON story verdict over goal, actions and final page, the embedded 1.5B
+model called every one of 36 MiniWoB++ episodes a failure (recall 0). So the judge now decides what the
+trajectory settles alone (`awm.evaluation.evidence.pre_decide`: an episode the loop detector, a budget
+or an error ended; no executed action; a goal value that no action used and no page showed, or that
+the page offered as a control no action used; fewer executed actions than the goal's verbs), and asks
+the model only about the rest: goal, the last few actions with their targets and what the page said,
+and the checked goal values, as one yes/no question. On the local backend the answer is decoded under
+a GBNF grammar (`root ::= "yes" | "no"`); elsewhere the reply's leading yes/no is read. Anything else is
+`unknown`, and `unknown` is never success. Success needs the model's yes AND no missing goal value
+(precision first: a judge that calls failures successes fills memory with wrong workflows).
 
-Message construction and answer parsing are pure functions; `judge_trajectory` is the thin call.
+`vision=True` keeps the older path (a strict JSON verdict over the story with the final screenshot,
+`parse_judge_answer`) behind the same no-model decisions. The judge never sees the ground-truth reward
+(nor the benchmark's info in `meta["env_info"]`). Message construction and answer parsing are pure
+functions; `judge_trajectory` is the thin call.
 """
 
 from __future__ import annotations
@@ -15,6 +24,14 @@ import json
 import re
 from typing import Any
 
+from awm.evaluation.evidence import (
+    PreDecision,
+    action_name,
+    action_values,
+    describe_target,
+    final_page,
+    pre_decide,
+)
 from awm.llm.base import ChatRequest, LLMClient
 from awm.trajectory import Step, Trajectory, Verdict
 
@@ -23,6 +40,30 @@ DEFAULT_MAX_OBSERVATION_CHARS = 6000
 MAX_ACTIONS_CHARS = 4000
 JUDGE_MAX_TOKENS = 300
 RAW_IN_REASON_CHARS = 500
+
+# Both cases: the chat model's own first word is "Yes"/"No"; held to lower case only, it answered "no".
+YES_NO_GRAMMAR = 'root ::= "Yes" | "No" | "yes" | "no"'
+QUESTION_MAX_TOKENS = 3  # "yes" or "no" under the grammar; a hosted model's "Yes." fits too
+LAST_ACTIONS = 5  # the tail of the episode is where the goal is met or not
+FEEDBACK_CHARS = 160
+ANSWER_CHARS = 300
+QUESTION_PAGE_CHARS = 800  # the page after the last action, when stored: its head (title, messages)
+
+QUESTION_SYSTEM = (
+    "You check a web agent's work from evidence. Answer with one word: yes or no. "
+    "Say yes only if the evidence shows the goal was fully achieved."
+)
+
+_END_SENTENCES = {
+    "done": "The page closed the task right after the last action.",
+    "answered": "The agent finished with the message: {answer}",
+    "infeasible": "The agent stopped, reporting that the goal cannot be done: {answer}",
+}
+_QUESTIONS = {
+    "infeasible": "Question: does the evidence show that the goal truly cannot be done here? Answer yes or no.",
+    "default": "Question: does the evidence show that the agent did every part of the goal? Answer yes or no.",
+}
+_LEADING_YES_NO = re.compile(r"\A[\s\"'`*_(\[]*(yes|no)\b", re.IGNORECASE)
 
 JUDGE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -50,6 +91,9 @@ def truncate(text: str, limit: int) -> str:
     return text[: max(0, limit - len(marker))] + marker
 
 
+# --- the vision path: a strict JSON verdict over the story, with the final screenshot ------------
+
+
 def render_action(step: Step) -> str:
     """`3. click('12') -> ok` or `4. (no action) -> parse_error: ...` for the judge's action list."""
     action = step.action_str or "(no action)"
@@ -60,10 +104,7 @@ def render_action(step: Step) -> str:
 def final_page_text(trajectory: Trajectory) -> str:
     """The page after the last action when the harness stored it (`meta["final_observation"]`),
     else the last observation the agent saw."""
-    final = trajectory.meta.get("final_observation")
-    if isinstance(final, str) and final:
-        return final
-    return trajectory.steps[-1].observation if trajectory.steps else ""
+    return final_page(trajectory).text
 
 
 def judge_prompt(
@@ -105,6 +146,101 @@ def judge_messages(
     return [{"role": "system", "content": SYSTEM_PROMPT}, user]
 
 
+# --- the text path: one yes/no question over the evidence ---------------------------------------
+
+
+def render_evidence_action(step: Step) -> str:
+    """`step 2: select_option('Blue') on listbox 'colors' -> ok; page: ...` (no element ids: they
+    mean nothing to the judge; the values and the target's role and label do)."""
+    if step.action is not None:
+        values = ", ".join(repr(" ".join(v.split())[:80]) for v in action_values(step))
+        action = f"{action_name(step)}({values})"
+    else:  # recorded without a parsed action: the executed string as it was
+        action = step.action_str or "(no action)"
+    target = describe_target(step)
+    text = f"step {step.index}: {action}" + (f" on {target}" if target else "")
+    text += f" -> {step.outcome}"
+    said = " ".join(" ".join(x for x in (step.reaction, step.feedback) if x).split())
+    if said:
+        said = said if said.lower().startswith("page:") else f"page: {said}"
+        text += f"; {said[:FEEDBACK_CHARS]}"
+    return text
+
+
+def question_prompt(
+    trajectory: Trajectory, decision: PreDecision, *, max_page_chars: int = QUESTION_PAGE_CHARS
+) -> str:
+    """The one question's user message: goal, the last actions, how it ended, the checked goal values,
+    and the page after the last action when the harness stored it. A few hundred tokens at most."""
+    steps = trajectory.steps[-LAST_ACTIONS:]
+    skipped = len(trajectory.steps) - len(steps)
+    actions = ([f"({skipped} earlier steps not shown)"] if skipped else []) + [
+        render_evidence_action(s) for s in steps
+    ]
+    answer = (
+        repr(" ".join(trajectory.final_answer.split())[:ANSWER_CHARS])
+        if trajectory.final_answer
+        else "(none)"
+    )
+    ending = _END_SENTENCES.get(trajectory.end, f"The episode ended: {trajectory.end}.").format(answer=answer)
+    if trajectory.final_answer and "{answer}" not in _END_SENTENCES.get(trajectory.end, ""):
+        ending += f" The agent's final message: {answer}"
+    facts = decision.facts or ["the goal names no literal values to check"]
+    parts = [
+        f"Goal: {trajectory.task.goal or '(none given)'}",
+        "Last actions:\n" + "\n".join(actions),
+        ending,
+        "Checks:\n" + "\n".join(f"- {f}" for f in facts),
+    ]
+    page = final_page(trajectory)
+    if page.after_last_action and page.text:
+        parts.append(f"Final page (start):\n{truncate(page.text, min(max_page_chars, QUESTION_PAGE_CHARS))}")
+    parts.append(_QUESTIONS.get(trajectory.end, _QUESTIONS["default"]))
+    return "\n\n".join(parts)
+
+
+def question_request(
+    trajectory: Trajectory, decision: PreDecision, *, local: bool, max_page_chars: int
+) -> ChatRequest:
+    """The yes/no request; the GBNF grammar only for the local (llama.cpp) backend, which honours it."""
+    messages = [
+        {"role": "system", "content": QUESTION_SYSTEM},
+        {"role": "user", "content": question_prompt(trajectory, decision, max_page_chars=max_page_chars)},
+    ]
+    return ChatRequest(
+        messages=messages,
+        temperature=0.0,
+        max_tokens=QUESTION_MAX_TOKENS,
+        purpose="judge",
+        grammar=YES_NO_GRAMMAR if local else None,
+    )
+
+
+def parse_yes_no(raw: str) -> str | None:
+    """`yes` or `no` when the reply starts with that word (quotes, markdown and case tolerated), else None.
+
+    "Yes." and "no, the form is empty" count; "Not sure", "Maybe yes" and "" do not.
+    """
+    match = _LEADING_YES_NO.match(raw or "")
+    return match.group(1).lower() if match else None
+
+
+def combine(decision: PreDecision, answer: str | None, raw: str) -> Verdict:
+    """Success only on the model's yes with no goal value missing (the pre-decision made sure of that)."""
+    facts = "; ".join(decision.facts) or "no goal values to check"
+    if answer is None:
+        return _unknown(raw, "not yes or no")
+    label = "success" if answer == "yes" and decision.label == "ask_model" else "failure"
+    return Verdict(judge=label, judge_reason=f"model answered '{answer}' over the evidence: {facts}")
+
+
+def pre_verdict(decision: PreDecision) -> Verdict:
+    """The verdict of a no-model decision: failure, with the rule's reason and the checked facts."""
+    facts = "; ".join(decision.facts)
+    reason = f"no model asked: {decision.reason}" + (f" [{facts}]" if facts else "")
+    return Verdict(judge="failure", judge_reason=reason)
+
+
 def _unknown(raw: str, why: str) -> Verdict:
     flat = raw.strip()
     shown = flat if len(flat) <= RAW_IN_REASON_CHARS else flat[:RAW_IN_REASON_CHARS] + "..."
@@ -136,18 +272,13 @@ def parse_judge_answer(raw: str) -> Verdict:
 
 
 def _request(messages: list[dict[str, Any]]) -> ChatRequest:
-    fields: dict[str, Any] = {
-        "temperature": 0.0,
-        "max_tokens": JUDGE_MAX_TOKENS,
-        "purpose": "judge",
-        "json_schema": JUDGE_SCHEMA,
-    }
-    if all(isinstance(m.get("content"), str) for m in messages):
-        return ChatRequest(messages=messages, **fields)
-    # Workaround: ChatRequest.messages is typed list[dict[str, str]], which rejects image parts.
-    # Until the shared model widens it to list[dict[str, Any]], build the vision request unvalidated.
-    return ChatRequest.model_construct(
-        **(ChatRequest(messages=[]).model_dump() | fields | {"messages": messages})
+    """The vision path's request: the strict JSON verdict, constrained by its schema where supported."""
+    return ChatRequest(
+        messages=messages,
+        temperature=0.0,
+        max_tokens=JUDGE_MAX_TOKENS,
+        purpose="judge",
+        json_schema=JUDGE_SCHEMA,
     )
 
 
@@ -159,15 +290,25 @@ def judge_trajectory(
     screenshot_png: bytes | None = None,
     max_observation_chars: int = DEFAULT_MAX_OBSERVATION_CHARS,
 ) -> Verdict:
-    """Ask the judge about one trajectory. The returned verdict keeps the trajectory's ground-truth
-    reward, so `trajectory.verdict = judge_trajectory(...)` loses nothing.
+    """Judge one trajectory. The returned verdict keeps the trajectory's ground-truth reward, so
+    `trajectory.verdict = judge_trajectory(...)` loses nothing (the judge itself never reads it).
 
-    `vision=True` sends `screenshot_png` (the final screenshot) with the text; it needs a
-    vision-capable model behind an OpenAI-compatible endpoint. `LLMError` propagates: a judge that
-    could not be asked is not a verdict.
+    No model call when the trajectory settles it (`pre_decide`); else one yes/no question, or with
+    `vision=True` the JSON verdict with `screenshot_png` (a vision-capable model behind an
+    OpenAI-compatible endpoint). `LLMError` propagates: a judge that could not be asked is not a verdict.
     """
-    shot = screenshot_png if vision else None
-    messages = judge_messages(trajectory, screenshot_png=shot, max_observation_chars=max_observation_chars)
-    result = client.chat(_request(messages))
-    verdict = parse_judge_answer(result.text)
-    return verdict.model_copy(update={"reward": trajectory.verdict.reward})
+    keep = {"reward": trajectory.verdict.reward, "raw_reward": trajectory.verdict.raw_reward}
+    decision = pre_decide(trajectory)
+    if decision.label == "failure":
+        return pre_verdict(decision).model_copy(update=keep)
+    if vision:
+        messages = judge_messages(
+            trajectory, screenshot_png=screenshot_png, max_observation_chars=max_observation_chars
+        )
+        verdict = parse_judge_answer(client.chat(_request(messages)).text)
+        return verdict.model_copy(update=keep)
+    request = question_request(
+        trajectory, decision, local=client.backend == "local", max_page_chars=max_observation_chars
+    )
+    raw = client.chat(request).text
+    return combine(decision, parse_yes_no(raw), raw).model_copy(update=keep)

@@ -126,7 +126,7 @@ def parse_action_text(text: str, *, where: str = "") -> dict[str, Any]:
 
 
 def _without_defaults(name: str, args: dict[str, Any]) -> dict[str, Any]:
-    """Drop optional arguments left at their default (``button='left'``): they are not task values."""
+    """Drop optional arguments left at their default (``noop()``'s ``wait_ms=1000``): they are not task values."""
     from awm.actions import ACTION_SETS
 
     for specs in ACTION_SETS.values():

@@ -317,6 +317,12 @@ def evaluate_command(
         f"{len(evaluated)} episode(s): {solved} solved by ground truth"
         + (f", {judged} by the judge" if judge else "")
     )
+    if judge:  # where ground truth exists, how far the judge agrees with it: the judge audit
+        from awm.evaluation.audit import audit
+
+        checked = audit(evaluated)
+        if checked.compared:
+            Console().print(checked.to_markdown(), markup=False)
 
 
 @app.command("admit")

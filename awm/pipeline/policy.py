@@ -90,6 +90,7 @@ class PolicyFactory:
             use_grammar=agent.use_grammar,
             prompt_order=agent.prompt_order,
             role_aware=agent.role_aware,
+            target_first=agent.target_first,
         )
 
 

@@ -16,12 +16,14 @@ import hashlib
 import json
 from typing import TYPE_CHECKING
 
-from awm.actions import ACTION_SETS, action_grammar
+from awm.actions import ACTION_SETS, TEXT_ENTRY_ROLES, TOGGLE_ROLES, action_grammar, target_first_grammar
 from awm.config import Settings
+from awm.errors import ConfigError
 from awm.llm.base import ChatRequest, LLMClient
 from awm.tokens import TokenCounter, fit_prompt
 from awm.webarena import prompts
-from awm.webarena.env import is_live
+from awm.webarena.env import PageState, is_live
+from awm.webarena.fingerprint import ControlState
 from awm.webarena.harness import Decision, DecisionContext, finish_action, page_targets
 from awm.webarena.workflow_run import CallableWorkflow, call_text, callable_workflows, catalog
 
@@ -37,9 +39,10 @@ def prompt_hash(messages: list[dict[str, str]]) -> str:
     return hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
 
 
-def _target(step: Step) -> tuple[str, str] | None:
-    """(action name, element id) of a step that executed without error, else None."""
-    if step.outcome != "ok" or not step.action:
+def _target(step: Step, *, failed_too: bool = False) -> tuple[str, str] | None:
+    """(action name, element id) of a step that executed without error (`failed_too`: or that was
+    tried and failed), else None."""
+    if not step.action or (step.outcome != "ok" and not failed_too):
         return None
     args = step.action.get("args")
     bid = args.get("bid") if isinstance(args, dict) else None
@@ -69,6 +72,12 @@ def without_spent_choices(
     just set; `press` on the element the last step pressed when the page did not change; and `fill` on
     a field this episode already filled that still shows a value. What is left (click Submit) moves the
     task on; a real correction stays possible (clear, then fill).
+
+    On every page also each action already tried on this very page state (same fingerprint: same
+    structure, values, checks and focus), whether it worked or failed: the page answers an action the
+    same way twice, so taking it again from here can only fail again or go round a cycle. Measured on
+    the development split before this rule: 58 of 131 failed episodes ended at the loop stop, most of
+    them one click repeated, and navigate-tree toggled a folder open and shut (A-B-A-B) until it.
 
     On a `live` page also every click already made on this page since its last fill, select or check:
     measured on ten small pages, the model clicked the button that had just worked again and again (the
@@ -101,7 +110,67 @@ def without_spent_choices(
         done = _target(step)
         if done is not None and done[0] == "fill" and _shows_value(page_text, done[1]):
             drop("fill", done[1])
+        tried = _target(step, failed_too=True) if step.fingerprint == fingerprint else None
+        if tried is not None and tried[0] in ACTION_SETS["browser"]:
+            drop(*tried)
     return out
+
+
+CHOSEN_BY_CLICK_ROLES = frozenset({"option", "tab"})
+
+
+def _already_chosen(control: ControlState) -> bool:
+    """A ticked checkbox or radio button, a selected option or tab: what a click on it chose is chosen."""
+    if control.role in TOGGLE_ROLES:
+        return "checked" in control.flags
+    return control.role in CHOSEN_BY_CLICK_ROLES and "selected" in control.flags
+
+
+def without_undoing_clicks(ids_for: dict[str, list[str]], page: PageState) -> dict[str, list[str]]:
+    """Per-action ids minus clicks on what the page shows already chosen: ticked boxes and radio buttons,
+    selected options and tabs (`uncheck` stays offered for a box that must be cleared).
+
+    Why: measured on the development split, the 1.5B model clicked the box it had to tick, then clicked
+    it again (unticking it) and again until the loop stop (click-checkboxes); it clicked the radio button
+    or the list option it had chosen three and four times (click-option, click-scroll-list). A click on
+    what is chosen undoes it or does nothing.
+    """
+    controls = page.snapshot.controls if page.snapshot else {}
+    chosen = {bid for bid, control in controls.items() if _already_chosen(control)}
+    if not chosen:
+        return ids_for
+    return {**ids_for, "click": [i for i in ids_for.get("click", page.ids) if i not in chosen]}
+
+
+def spent_plain_actions(history: list[Step], page: PageState) -> set[str]:
+    """Names of actions without an element (scroll, noop...) already taken on this page as it is now:
+    same fingerprint and the same text, so the page, scrolled or not, showed nothing new.
+
+    Why: measured on click-pie, the model scrolled a page that does not scroll three times, until the loop
+    stop; on a long page a scroll that reveals lines changes the text and stays offered.
+    """
+    return {
+        str(step.action.get("name", ""))
+        for step in history
+        if step.action
+        and _target(step, failed_too=True) is None
+        and step.fingerprint == page.fingerprint
+        and step.observation == page.text
+    }
+
+
+def element_lines(page: PageState, limit: int = 80) -> dict[str, str]:
+    """Each element id on the page -> its line as the page lists it, without the ``[id] `` (role, name,
+    hint, flags; clipped to `limit` characters): what a target-first answer names first. Why the page's
+    line and not the role and name alone: icons are told apart only by their hint (``image (class=trash)``).
+    """
+    lines: dict[str, str] = {}
+    for line in page.text.splitlines():
+        head, _, rest = line.partition("] ")
+        bid = head[1:] if head.startswith("[") else ""
+        if bid in page.elements or bid in page.ids:
+            lines.setdefault(bid, rest[:limit].strip())
+    return {bid: lines.get(bid, "element") for bid in page.ids}
 
 
 DONE_SYSTEM = "Answer yes or no."
@@ -143,6 +212,7 @@ class LLMAgent:
         use_grammar: bool | None = None,
         prompt_order: prompts.PromptOrder = "prefix",
         role_aware: bool = True,
+        target_first: bool = False,
         embedder: Embedder | None = None,
     ) -> None:
         self.client = client
@@ -151,6 +221,8 @@ class LLMAgent:
         self.use_grammar = client.backend == "local" if use_grammar is None else use_grammar
         self.prompt_order = prompt_order
         self.role_aware = role_aware
+        # The element first, then its action: only under a grammar (the format is the grammar's).
+        self.target_first = target_first and self.use_grammar
         self.name = client.model  # the harness records it as the trajectory's model
         self.memory = memory
         self._embedder = embedder
@@ -185,7 +257,9 @@ class LLMAgent:
         callables = self._callables_for(goal)
         shown_calls = {w.name: call_text(callables[w.name]) for w in workflows if w.name in callables}
         parts = prompts.build_parts(
-            system=prompts.system_text(names, workflows=bool(shown_calls), ending=live),
+            system=prompts.system_text(
+                names, workflows=bool(shown_calls), ending=live, target_first=self.target_first
+            ),
             memory=prompts.memory_texts(workflows, goal, shown_calls),
             goal=goal,
             history=ctx.history,
@@ -216,20 +290,44 @@ class LLMAgent:
                 ids_for = without_spent_choices(
                     page_targets(page).ids_for, page.ids, ctx.history, page.text, page.fingerprint, live=live
                 )
+                ids_for = without_undoing_clicks(ids_for, page)
             kept = {w.name for w in workflows[: fitted.memory_kept]}
             offered = catalog({n: c for n, c in callables.items() if n in kept and n in shown_calls})
             grammar_names = names
             if live and not ctx.history and names is not None:
                 # Not on the first step: measured, the model gave up on a question page before looking.
                 grammar_names = [n for n in names if n != "report_infeasible"]
-            grammar = action_grammar(
-                "browser",
-                page_ids=page.ids,
-                names=grammar_names,
-                with_thought=True,
-                ids_for=ids_for,
-                workflows=offered or None,
-            )
+            unspent_names = grammar_names
+            if self.role_aware and (spent := spent_plain_actions(ctx.history, page)):
+                offered_names = grammar_names if grammar_names is not None else list(ACTION_SETS["browser"])
+                grammar_names = [n for n in offered_names if n not in spent]
+            if self.target_first:
+                targets = element_lines(page)
+                # Once the element is named, its own actions: a text field is filled, not clicked (measured:
+                # the model clicked the 'to:' field of email-inbox-forward four times instead of filling it).
+                text_fields = {bid for bid, d in page.elements.items() if d.role in TEXT_ENTRY_ROLES}
+                if ids_for is not None:
+                    ids_for = {**ids_for, "click": [i for i in ids_for.get("click", page.ids) if i not in text_fields]}
+                grammar = target_first_grammar(
+                    targets, grammar_names, ids_for=ids_for, workflows=offered or None
+                )
+            else:
+                try:
+                    grammar = action_grammar(
+                        "browser",
+                        page_ids=page.ids,
+                        names=grammar_names,
+                        with_thought=True,
+                        ids_for=ids_for,
+                        workflows=offered or None,
+                    )
+                except ConfigError:
+                    # Everything is spent (a page with no element ids whose scroll did nothing): offer the
+                    # spent actions again; the harness's repeat count ends the episode as stuck.
+                    grammar = action_grammar(
+                        "browser", page_ids=page.ids, names=unspent_names, with_thought=True,
+                        workflows=offered or None,
+                    )  # fmt: skip
         request = ChatRequest(
             messages=messages,
             temperature=self.settings.llm.temperature,

@@ -402,6 +402,25 @@ def _observe_after_failure(session: BrowserSession, step: Step) -> tuple[PageSta
     return after, step.feedback
 
 
+def _step_keys(steps: list[Step]) -> list[tuple[str, str]]:
+    """(page fingerprint, action) of each model step that chose an action, in order."""
+    return [(s.fingerprint, s.action_str) for s in steps if s.called_by is None and s.action_str]
+
+
+def cycle_period(keys: list[tuple[str, str]], longest: int = 3) -> int:
+    """The period k (2..`longest`) when the last 2k (page, action) keys are one cycle gone round twice
+    (A-B-A-B: the page came back and the same actions followed), else 0.
+
+    Why besides the repeat count: an action that toggles the page (a folder opened and shut) changes
+    the page every step, so the same-page-same-action count needs six steps to see A-B-A-B; this sees it
+    at the fourth. Period 1 is the repeat count's job (same action on an unchanged page).
+    """
+    for k in range(2, longest + 1):
+        if len(keys) >= 2 * k and keys[-k:] == keys[-2 * k : -k] and len(set(keys[-k:])) == k:
+            return k
+    return 0
+
+
 def _run_step(
     session: BrowserSession,
     policy: Policy,
@@ -435,6 +454,10 @@ def _run_step(
     seen[key] = repeats
     if repeats >= config.loop_repeat_stop:
         raise NoProgress(f"repeated {step.action_str} {repeats} times on an unchanged page")
+    period = cycle_period([*_step_keys(trajectory.steps), key])
+    if period:
+        cycle = " -> ".join(a for _, a in [*_step_keys(trajectory.steps), key][-period:])
+        raise NoProgress(f"went round the same cycle twice ({cycle}): the page came back to where it was")
     nudge = ""
     if repeats >= config.loop_repeat_nudge:
         nudge = f"You repeated {step.action_str} with no change; try something else."

@@ -28,6 +28,14 @@ SYSTEM_INTRO = (
     "Reply with one short thought on the first line and exactly one action on the second line, "
     "nothing else."
 )
+# Under the target-first grammar (`awm.actions.target_first_grammar`) the first line names the element.
+TARGET_FIRST_INTRO = (
+    "You are a web agent. Each turn you see the goal, your previous steps and the current page, "
+    "and you choose the next action.\n"
+    "The page lists elements as [id] role 'name'.\n"
+    "Reply with two lines and nothing else: first 'On: ' and the element you act on, as role 'name' [id] "
+    "the way the page lists it ('On: page' for an action on no element); then one action on that element."
+)
 MEMORY_HEADER = "## Workflows that solved similar tasks (adapt their values to this goal)"
 RUNNABLE_HEADER = "## Workflows you can run (one action does all of a workflow's steps)"
 HISTORY_HEADER = "## Previous steps"
@@ -57,15 +65,21 @@ ENDING_RULES = (
 
 
 def system_text(
-    action_names: Collection[str] | None = None, *, workflows: bool = False, ending: bool = False
+    action_names: Collection[str] | None = None,
+    *,
+    workflows: bool = False,
+    ending: bool = False,
+    target_first: bool = False,
 ) -> str:
     """Fixed instructions plus the action list (`run_workflow` first when the episode's memory holds
     workflows it can call: listed last, the 1.5B model never chose it); the same string on every step.
-    `ending`: the agent must end the episode itself (a live page), so the rules for that come last."""
+    `ending`: the agent must end the episode itself (a live page), so the rules for that come last.
+    `target_first`: the answer names the element first (`TARGET_FIRST_INTRO`), as its grammar demands."""
     actions = describe_actions("browser", names=action_names)
     if workflows:
         actions = WORKFLOW_ACTION_TEXT + "\n" + actions
-    text = f"{SYSTEM_INTRO}\n\n## Actions\n{actions}"
+    intro = TARGET_FIRST_INTRO if target_first else SYSTEM_INTRO
+    text = f"{intro}\n\n## Actions\n{actions}"
     return f"{text}\n\n{ENDING_RULES}" if ending else text
 
 

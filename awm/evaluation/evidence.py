@@ -1,0 +1,598 @@
+"""Evidence for the judge, gathered without a model: how the episode ended, and the goal's values checked.
+
+Why: asked for a story verdict over a whole trajectory, the embedded 1.5B model called every episode a
+failure (recall 0 on 36 MiniWoB++ episodes). Much of the answer needs no model at all: an episode the
+loop detector, the step budget or an error ended is a failure; a value the goal names (a quoted
+string, a date, a number, a name) that no action used and no page showed was not entered, nor was one
+the page offered as a control (a link, a checkbox) that no action touched; and "Expand the section and
+click submit" is not done by one click. What is left for the model is one narrow question over these
+checked facts (`awm.evaluation.judge`).
+
+Measured on 165 finished MiniWoB++ episodes of the base split (scripts/judge_evidence_report.py), these
+rules alone fail 97 episodes, all but one truly failed, and leave 68 for the model, 54 of them true
+successes (98% of all true successes); the model's question has 14 failures left to catch.
+
+Everything here is pure and generic (no benchmark's task names): it reads the goal text, each step's
+action, target, outcome and page feedback, the final answer and the final page. It never reads the
+ground-truth reward or the benchmark's info (`meta["env_info"]`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+from awm.trajectory import EpisodeEnd, Step, Trajectory
+
+# Ends that settle the verdict without a model: the harness, not the page or the agent, stopped the
+# episode (loop detector, step or token budget, errors, the rails, or it never finished).
+FAILED_ENDS: frozenset[str] = frozenset(
+    {"stuck", "max_steps", "timeout", "llm_error", "env_error", "budget_exhausted", "refused", "running"}
+)
+# Ends where the page (`done`) or the agent (`answered`, `infeasible`) closed the episode: these go on.
+SELF_ENDS: frozenset[str] = frozenset({"done", "answered", "infeasible"})
+assert FAILED_ENDS | SELF_ENDS == set(get_args(EpisodeEnd)), "every EpisodeEnd must be classified"
+
+_END_REASONS = {
+    "stuck": "the loop detector stopped it (the same action on an unchanged page)",
+    "max_steps": "it ran out of steps",
+    "timeout": "it ran out of time",
+    "llm_error": "the model could not be reached",
+    "env_error": "the browser or environment failed",
+    "budget_exhausted": "it ran out of token budget",
+    "refused": "the safety rails refused an action",
+    "running": "it never finished",
+}
+
+# --- the goal's literal values -------------------------------------------------------------------
+
+LiteralKind = Literal["quoted", "date", "time", "number", "name"]
+
+
+@dataclass(frozen=True)
+class GoalLiteral:
+    """One value named in the goal text, which the agent must have used or seen for the goal to be met."""
+
+    text: str
+    kind: LiteralKind
+    # Names listed together ("Select Jc, s6WcI and XMHY") share a group number: one enumeration, one
+    # role in the goal. None: not part of a list.
+    group: int | None = None
+
+    @property
+    def case_sensitive(self) -> bool:
+        """Random-looking codes ("s6WcI", "tN", "x9") must match exactly; words and ALL-CAPS match in any case."""
+        return self.kind == "name" and any(_is_code(word) for word in self.text.split())
+
+
+_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<![\w])'([^']+)'(?![\w])")
+_DATE = re.compile(
+    r"\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b\d{4}-\d{2}-\d{2}\b"
+    r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?(?:, \d{4})?\b"
+)
+# A numbered label: "Tab #1", "Section #2", "Order #000123" (one value, not the number alone).
+_NUMBERED = re.compile(r"\b[A-Z][\w-]*\s+#\s?\d+\b")
+_TIME = re.compile(r"\b\d{1,2}:\d{2}(?:\s?[AaPp]\.?[Mm]\.?)?")
+# A number: optional currency sign, digits with thousands separators and decimals; not an ordinal
+# ("5th"), not glued to letters ("x9", "1LO4eNb" are codes, found as names), not a percentage's sign.
+_NUMBER = re.compile(r"(?<![\w.$])[$€£]?-?\d[\d,]*(?:\.\d+)?(?![\w])%?")
+_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
+_SENTENCES = re.compile(r"(?<=[.!?;])\s+")
+
+# Words of the instruction itself, never values, even when capitalised at a sentence start
+# ("Select", "Click", "Submit"). Compared in lower case.
+INSTRUCTION_WORDS = frozenset(
+    """
+    a an the and or but then also to from into onto in on at of for by with without as is are be it its this
+    that these those there here i me my you your we our they them their he she his her him please if when
+    what which who whom whose where why how all any each every some
+    add answer book buy cancel change check choose clear click close copy create delete drag draw drop enter
+    expand fill find forward give go hit highlight leave log login logout make mark move navigate open order
+    paste pick press put remove reply resize return scroll search select send set show sign sort star
+    submit switch tell type uncheck use view write
+    button buttons link links field fields text box textbox form list item items tab tabs page option options
+    """.split()
+)
+
+
+def _spans(pattern: re.Pattern[str], text: str) -> Iterator[tuple[int, int, str]]:
+    for m in pattern.finditer(text):
+        value = next((g for g in m.groups() if g), None) if m.groups() else m.group(0)
+        yield m.start(), m.end(), (value or "").strip()
+
+
+def _blank(text: str, start: int, end: int) -> str:
+    """Replace a span by spaces of the same length, so later patterns neither see it nor shift offsets."""
+    return text[:start] + " " * (end - start) + text[end:]
+
+
+def _is_code(word: str) -> bool:
+    """A random-looking token: an upper-case letter after a lower-case one somewhere ("tN", "s6WcI"),
+    or letters mixed with digits ("x9", "1LO4eNb"). Not "Ertha", not "SHG"."""
+    mixed_case = any(c.islower() for c in word) and any(c.isupper() for c in word[1:])
+    mixed_digits = any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
+    return mixed_case or mixed_digits
+
+
+def _is_name_token(word: str) -> bool:
+    """A value-like token: Capitalised ("Ertha"), ALL-CAPS ("SHG"), or a code ("tN", "x9", "1LO4eNb")."""
+    if word.lower() in INSTRUCTION_WORDS or _ORDINAL.fullmatch(word):
+        return False
+    return word[0].isupper() or _is_code(word)
+
+
+def _is_plain_capitalised(word: str) -> bool:
+    return word[:1].isupper() and not _is_code(word) and not word.isupper()
+
+
+_ENUMERATION_GLUE = frozenset({",", "and", "or"})
+_NAME_TOKENS = re.compile(r"[^\W_][\w'&.-]*[^\W_]|[^\W_]|[,:;()]")
+
+
+def _names(text: str) -> Iterator[tuple[str, int]]:
+    """Runs of value-like tokens, each with an enumeration number: "Norfolk Island", "TX", "s6WcI".
+
+    Punctuation ends a run, so "Palm Springs, CA" gives "Palm Springs" and "CA" (each checked on its
+    own); instruction words end a run ("Select Ertha from" gives "Ertha"). Runs separated only by
+    commas, "and" or "or" are one enumeration and share the number. A sentence's first word is
+    capitalised by grammar, not because it is a name, and goals are imperatives ("Pay Bob"), so it is
+    dropped unless it is ALL-CAPS or a code.
+    """
+    group = 0
+    for sentence in _SENTENCES.split(text):
+        first = True
+        run: list[str] = []
+        gap: list[str] | None = None  # the tokens since the last run ended; None: no run yet
+        for found in [*_NAME_TOKENS.findall(sentence), ";"]:
+            word = found[:-2] if found.endswith(("'s", "’s")) else found  # "José's" names José
+            skip, first = first and _is_plain_capitalised(word), False
+            if word[:1].isalnum() and not skip and _is_name_token(word):
+                if not run and not (gap and all(t in _ENUMERATION_GLUE for t in gap)):
+                    group += 1
+                run.append(word)
+                continue
+            if run:
+                yield " ".join(run), group
+                run, gap = [], []
+            if gap is not None:
+                gap.append(word.lower())
+
+
+def extract_goal_literals(goal: str) -> list[GoalLiteral]:
+    """The literal values a goal names, in order, without duplicates.
+
+    What counts, in this order (each pass blanks what it took, so a date is not also three numbers):
+    quoted strings ("...", '...', curly quotes); dates (03/17/2016, 2016-03-17, "March 5, 2016");
+    numbered labels ("Tab #1"); times (10:30 PM); numbers ($12.50, 1,200, 42; not ordinals like "5th"); and names: runs of
+    Capitalised, ALL-CAPS or mixed letter-digit tokens that are not instruction words ("Select",
+    "Submit", "the"). Plain lower-case words are never values: "log in as alice" gives nothing, which
+    errs towards asking the model rather than towards a false failure.
+
+    >>> [x.text for x in extract_goal_literals('Select 03/17/2016 as the date and hit submit.')]
+    ['03/17/2016']
+    >>> [x.text for x in extract_goal_literals('Click on the "cancel" button.')]
+    ['cancel']
+    """
+    text = goal
+    found: list[GoalLiteral] = []
+    passes = ((_QUOTED, "quoted"), (_DATE, "date"), (_NUMBERED, "name"), (_TIME, "time"), (_NUMBER, "number"))
+    for pattern, kind in passes:
+        for start, end, value in list(_spans(pattern, text)):
+            if value:
+                found.append(GoalLiteral(value, kind))  # type: ignore[arg-type]
+            text = _blank(text, start, end)
+    names = list(_names(text))
+    sizes = {g: sum(1 for _, h in names if h == g) for _, g in names}
+    found += [GoalLiteral(name, "name", g if sizes[g] > 1 else None) for name, g in names]
+    unique: dict[str, GoalLiteral] = {}
+    for item in found:
+        unique.setdefault(item.text.casefold(), item)
+    return list(unique.values())
+
+
+# --- matching ------------------------------------------------------------------------------------
+
+
+# Glyphs a goal names by their look, which the accessibility tree names by their job: the "x" of a
+# dialog is a button 'Close'.
+GLYPH_NAMES: dict[str, tuple[str, ...]] = {"x": ("close", "×", "✕", "✖"), "×": ("close", "x")}
+
+
+def _variants(literal: GoalLiteral) -> list[str]:
+    """Spellings that count as the same value: a date with or without zero padding, a number without
+    its currency sign or thousands separators, a glyph by its accessible name ("x" and 'Close')."""
+    t = literal.text
+    out = [t, *GLYPH_NAMES.get(t.casefold(), ())]
+    if literal.kind == "date" and "/" in t:
+        parts = t.split("/")
+        out.append("/".join(p.lstrip("0") or "0" for p in parts))
+    if literal.kind == "number":
+        bare = t.lstrip("$€£").rstrip("%")
+        out += [bare, bare.replace(",", "")]
+    return list(dict.fromkeys(v for v in out if v))
+
+
+def _normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def literal_in(literal: GoalLiteral, text: str) -> bool:
+    """Whether `literal` occurs in `text` as a whole value (word boundaries; whitespace collapsed).
+
+    "5" is not in "15", "CA" is not in "Cancel"; codes match case-sensitively, words in any case.
+    """
+    haystack = _normalise(text)
+    flags = 0 if literal.case_sensitive else re.IGNORECASE
+    for variant in _variants(literal):
+        needle = re.escape(_normalise(variant))
+        left = r"(?<![\w])" if variant[:1].isalnum() else ""
+        right = r"(?![\w])" if variant[-1:].isalnum() else ""
+        if re.search(left + needle + right, haystack, flags):
+            return True
+    return False
+
+
+# --- where the agent used or saw a value ---------------------------------------------------------
+
+PAGE_SAID_CHARS = 120
+_ID_ARGS = frozenset(
+    {"bid", "id", "from_bid", "to_bid", "button", "wait_ms", "element", "x", "y", "dx", "dy"}
+)
+_VERBS = {
+    "fill": "typed by fill",
+    "type": "typed by type",
+    "select_option": "chosen by select_option",
+    "send_msg_to_user": "said in the answer (send_msg_to_user)",
+    "report_infeasible": "said in the infeasibility report",
+    "goto": "visited by goto",
+    "press": "pressed",
+    "run_workflow": "passed to run_workflow",
+}
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _strings(v)
+
+
+def action_values(step: Step) -> list[str]:
+    """The values an action carried (typed text, chosen options, answer text, workflow parameters), not
+    element ids. A step recorded without a parsed action contributes its action string."""
+    if step.action is None:
+        return [step.action_str] if step.action_str else []
+    args = step.action.get("args") or {}
+    if not isinstance(args, dict):
+        return list(_strings(args))
+    return [s for k, v in args.items() if k not in _ID_ARGS for s in _strings(v)]
+
+
+def action_name(step: Step) -> str:
+    name = step.action.get("name") if step.action else None
+    return str(name) if name else (step.action_str.split("(", 1)[0] or "(no action)")
+
+
+def describe_target(step: Step) -> str:
+    """`listbox 'colors'` from the step's target; empty when it had none."""
+    if step.target is None or not (step.target.role or step.target.label):
+        return ""
+    role = step.target.role or "element"
+    return f"{role} '{step.target.label}'" if step.target.label else role
+
+
+@dataclass(frozen=True)
+class LiteralCheck:
+    """Where one goal value was found: `acted` (an executed action used it, or the final answer said
+    it), `page` (only the page showed it, as text), `unused` (the page offered it as a control, a link
+    or a checkbox, and no action used that control), `failed` (only an action that failed used it),
+    `skipped` (only shown, while an action used another value of the same list), `missing`."""
+
+    literal: GoalLiteral
+    status: Literal["acted", "page", "failed", "skipped", "unused", "missing"]
+    where: str
+
+    @property
+    def missing(self) -> bool:
+        """A value the agent did not use, nor see, nor skip in a list it worked on: evidence of failure."""
+        return self.status in ("missing", "failed", "skipped", "unused")
+
+    def render(self) -> str:
+        return f"goal value '{self.literal.text}': {self.where}"
+
+
+def _acted_by(literal: GoalLiteral, step: Step) -> str | None:
+    """How `step`'s action used the literal (its values, or the label of the element it acted on)."""
+    target = describe_target(step)
+    on = f" on {target}" if target else ""
+    name = action_name(step)
+    if any(literal_in(literal, v) for v in action_values(step)):
+        return f"{_VERBS.get(name, 'used by ' + name)}{on} at step {step.index}"
+    if step.target is not None and literal_in(literal, step.target.label):
+        return f"target of {name}{on} at step {step.index}"
+    return None
+
+
+def _page_said(step: Step, trajectory: Trajectory) -> str:
+    """What the page showed in answer to an executed action (reaction, feedback), without the
+    harness's echo of actions ("You repeated fill('17', '03/15/2016')..."): an echo is not the page."""
+    if step.outcome != "ok":
+        return ""
+    said = " ".join(x for x in (step.reaction, step.feedback) if x)
+    for s in trajectory.steps:
+        if s.action_str:
+            said = said.replace(s.action_str, " ")
+    return said
+
+
+def _without_goal(text: str, goal: str) -> str:
+    """A page that repeats the goal sentence (an instruction banner) does not show its values as done."""
+    return text.replace(goal, " ") if goal else text
+
+
+@dataclass(frozen=True)
+class FinalPage:
+    """The page text to check against, and what it is: the page after the last action when the
+    harness stored it, else the last observation the agent saw (before its last action)."""
+
+    text: str
+    after_last_action: bool
+
+    @property
+    def label(self) -> str:
+        return "the final page" if self.after_last_action else "the last page the agent saw"
+
+
+def final_page(trajectory: Trajectory) -> FinalPage:
+    """`meta["final_observation"]` (after the last action) when stored, else the last step's observation."""
+    final = trajectory.meta.get("final_observation")
+    if isinstance(final, str) and final:
+        return FinalPage(final, True)
+    return FinalPage(trajectory.steps[-1].observation if trajectory.steps else "", False)
+
+
+# Roles of the observation's element lines ("[24] clickable 'et'") that the agent could act on.
+CONTROL_ROLES = frozenset(
+    """
+    button checkbox clickable combobox link listbox menuitem menuitemcheckbox menuitemradio option radio
+    searchbox slider spinbutton switch tab textbox treeitem
+    """.split()
+)
+_CONTROL_LINE = re.compile(r"\s*\[[^\]\s]+\]\s+([\w-]+)\s+'(.*?)'(?:,|\s|$)")
+
+
+def _is_whole(literal: GoalLiteral, label: str) -> bool:
+    """Whether `label` is exactly the value (one of its spellings), in its case rule."""
+    if literal.case_sensitive:
+        return label in _variants(literal)
+    return label.casefold() in {v.casefold() for v in _variants(literal)}
+
+
+def _offered_control(literal: GoalLiteral, trajectory: Trajectory) -> str | None:
+    """The first control of a page the agent saw (or the final page) whose whole label is the value.
+
+    Why: a goal value that is the very name of a link, tab or checkbox the page offered designates that
+    control ("click on the link 'et'", "select tN"); if no action ever used it, the agent did something
+    else. Only the whole label counts: a value inside a longer label ("Anne" in an inbox row 'Anne
+    Ullamcorper...') may only locate what to act on ("find the email by Anne and click its star").
+    Only asked when the agent gave no final answer: a question may name a control it only had to read.
+    """
+    pages = [s.observation for s in trajectory.steps] + [final_page(trajectory).text]
+    for page in pages:
+        for line in page.splitlines():
+            match = _CONTROL_LINE.match(line)
+            if match is None or match.group(1).lower() not in CONTROL_ROLES:
+                continue
+            label = " ".join(match.group(2).split())
+            if _is_whole(literal, label):
+                return f"{match.group(1)} '{label}'"
+    return None
+
+
+def check_literal(literal: GoalLiteral, trajectory: Trajectory) -> LiteralCheck:
+    """Find `literal` in, by order of strength: executed actions and the final answer, what the page
+    said changed after an action (feedback, reaction) or the final page, and actions that failed.
+
+    For executed actions the LAST one that used the value is reported, with what the page said after
+    it, so a value chosen and then undone ("checkbox 'CA9b' is now unchecked") shows as such.
+    """
+    goal = trajectory.task.goal
+    acted = [(s, how) for s in trajectory.steps if (how := _acted_by(literal, s)) is not None]
+    done = [(s, how) for s, how in acted if s.outcome == "ok"]
+    if done:
+        last, how = done[-1]
+        earlier = [str(s.index) for s, _ in done[:-1]]
+        where = how + (f" (also at step {', '.join(earlier)})" if earlier else "")
+        said = " ".join(_page_said(last, trajectory).split())
+        if said:
+            where += f"; the page then said: {said[:PAGE_SAID_CHARS]}"
+        return LiteralCheck(literal, "acted", where)
+    if trajectory.final_answer and literal_in(literal, trajectory.final_answer):
+        return LiteralCheck(literal, "acted", "said in the final answer")
+    control = None if trajectory.final_answer else _offered_control(literal, trajectory)
+    if control is not None:
+        return LiteralCheck(literal, "unused", f"the page offered it ({control}), but no action used it")
+    for step in reversed(trajectory.steps):
+        said = _page_said(step, trajectory)
+        if said and literal_in(literal, _without_goal(said, goal)):
+            return LiteralCheck(literal, "page", f"shown by the page after step {step.index}")
+    page = final_page(trajectory)
+    if page.text and literal_in(literal, _without_goal(page.text, goal)):
+        return LiteralCheck(literal, "page", f"shown on {page.label} (no action used it)")
+    if acted:
+        step, how = acted[0]
+        return LiteralCheck(literal, "failed", f"only in {how}, which failed ({step.outcome})")
+    return LiteralCheck(literal, "missing", "not found in any action or the final page")
+
+
+def check_literals(trajectory: Trajectory) -> list[LiteralCheck]:
+    """Every goal value checked; then, within one listed group ("Select A, B, C"), a value only shown
+    on a page while an action used another of the list is `skipped`: the list names the things to act
+    on, and the agent acted on some of them, not this one."""
+    checks = [check_literal(x, trajectory) for x in extract_goal_literals(trajectory.task.goal)]
+    used = {c.literal.group: c.literal.text for c in checks if c.status == "acted" and c.literal.group}
+    return [
+        LiteralCheck(c.literal, "skipped", f"listed with '{used[c.literal.group]}', which an action used; "
+                     "this one only shown on a page, no action used it")
+        if c.status == "page" and c.literal.group in used
+        else c
+        for c in checks
+    ]  # fmt: skip
+
+
+# --- how many actions the goal asks for ---------------------------------------------------------
+
+# Imperative verbs that each need at least one action of their own when they start a clause of the
+# goal ("Expand the section and click submit": two). Left out on purpose: verbs that need no action
+# of their own ("find", "look", "scroll", "go", "use", "view", "check", "see": the agent may click
+# the target directly) and "drop" (one drag-and-drop does "drag ... and drop").
+ACTION_VERBS = frozenset(
+    """
+    add answer book buy cancel change choose clear click close copy create delete drag draw enter expand
+    fill forward give hit highlight leave log login logout make mark move open order paste pay pick post
+    press put rate remove reply resize return save select send set sign sort star submit switch tell turn
+    type uncheck write
+    """.split()
+)
+_CLAUSE_OPENERS = frozenset({"and", "then", "also", "please", "next", "finally", "first", "now"})
+_GOAL_TOKENS = re.compile(r"[^\W\d_][\w'-]*|[.!?;:,]")
+
+
+def required_actions(goal: str) -> list[str]:
+    """The action verbs that open a clause of the goal, in order: a lower bound on the actions it needs.
+
+    A verb counts at the start of the goal or of a clause (after punctuation, "and", "then"), never
+    inside a quoted value or after "to" ("click the box to select it" asks for one action).
+
+    >>> required_actions("Expand the sections below, to find and click on the link 'vel'.")
+    ['expand', 'click']
+    """
+    text = goal
+    for start, end, _ in list(_spans(_QUOTED, text)):
+        text = _blank(text, start, end)
+    verbs: list[str] = []
+    at_start = True
+    for token in _GOAL_TOKENS.findall(text):
+        word = token.lower()
+        if token in ".!?;:,":
+            at_start = True
+        elif at_start and word in ACTION_VERBS:
+            verbs.append(word)
+            at_start = False
+        else:
+            at_start = word in _CLAUSE_OPENERS
+    return verbs
+
+
+def executed_actions(trajectory: Trajectory) -> list[Step]:
+    """Steps whose action ran (`ok`), workflow sub-steps included."""
+    return [s for s in trajectory.steps if s.outcome == "ok" and (s.action_str or s.action)]
+
+
+# --- the decision before any model ---------------------------------------------------------------
+
+PreLabel = Literal["failure", "ask_model"]
+
+
+@dataclass(frozen=True)
+class PreDecision:
+    """What the trajectory settles alone: `failure` with a plain reason, or `ask_model` with the checks.
+
+    `rule` names the rule that decided (`end`, `no_action`, `literal`, `too_few_actions`, or `none` when
+    the model is asked).
+    """
+
+    label: PreLabel
+    rule: Literal["end", "no_action", "literal", "too_few_actions", "none"]
+    reason: str
+    checks: list[LiteralCheck] = field(default_factory=list)
+
+    @property
+    def facts(self) -> list[str]:
+        return [c.render() for c in self.checks]
+
+
+def pre_decide(trajectory: Trajectory) -> PreDecision:
+    """Failure by the end, by no executed action, by a missing goal value, or by fewer executed actions
+    than the goal's action verbs; else ask the model.
+
+    Precision first: when the trajectory shows the goal was not met, the model is not asked, however it
+    would answer. An `infeasible` claim is exempt from the action count (it needs no actions), not from
+    the goal-value check.
+    """
+    end = trajectory.end
+    if end in FAILED_ENDS:
+        last = trajectory.steps[-1] if trajectory.steps else None
+        error = " ".join(last.error.split())[:160] if last is not None and last.error else ""
+        detail = f" (last step: {error})" if error else ""
+        return PreDecision("failure", "end", f"episode ended '{end}': {_END_REASONS[end]}{detail}")
+    checks = check_literals(trajectory)
+    executed = executed_actions(trajectory)
+    if not executed and not trajectory.final_answer:
+        return PreDecision("failure", "no_action", "no action was executed", checks)
+    missing = [c for c in checks if c.missing]
+    if missing:
+        names = ", ".join(f"'{c.literal.text}'" for c in missing)
+        return PreDecision("failure", "literal", f"goal value {names} not used or shown", checks)
+    verbs = required_actions(trajectory.task.goal)
+    if end != "infeasible" and len(executed) < len(verbs):
+        reason = (
+            f"the goal asks for at least {len(verbs)} actions ({', '.join(verbs)}); "
+            f"{len(executed)} ran ({', '.join(action_name(s) for s in executed)})"
+        )
+        return PreDecision("failure", "too_few_actions", reason, checks)
+    return PreDecision("ask_model", "none", "goes to the model", checks)
+
+
+# --- the offline figures: how much the model must add -------------------------------------------
+
+
+@dataclass
+class PreJudgeFigures:
+    """The no-model part alone against ground truth, counting `ask_model` as success (its best case)."""
+
+    episodes: int = 0
+    with_truth: int = 0
+    by_rule: dict[str, int] = field(default_factory=dict)
+    truth_successes: int = 0
+    successes_to_model: int = 0  # true successes that survive to the model question
+    failures_to_model: int = 0  # true failures the model must still catch
+    false_failures: list[str] = field(default_factory=list)  # true successes the no-model part failed
+
+    @property
+    def to_model(self) -> int:
+        return self.successes_to_model + self.failures_to_model
+
+    @property
+    def precision(self) -> float | None:
+        """Share of `ask_model` episodes that truly succeeded: the judge's precision if the model said yes to all."""
+        return self.successes_to_model / self.to_model if self.to_model else None
+
+    @property
+    def recall(self) -> float | None:
+        """Share of true successes that reach the model: the ceiling of the judge's recall."""
+        return self.successes_to_model / self.truth_successes if self.truth_successes else None
+
+
+def pre_judge_figures(rows: Iterable[tuple[Trajectory, PreDecision, bool | None]]) -> PreJudgeFigures:
+    """Count (trajectory, decision, ground truth) rows; rows without ground truth count only in `episodes`."""
+    out = PreJudgeFigures()
+    for trajectory, decision, truth in rows:
+        out.episodes += 1
+        out.by_rule[decision.rule] = out.by_rule.get(decision.rule, 0) + 1
+        if truth is None:
+            continue
+        out.with_truth += 1
+        out.truth_successes += int(truth)
+        if decision.label == "ask_model":
+            out.successes_to_model += int(truth)
+            out.failures_to_model += int(not truth)
+        elif truth:
+            out.false_failures.append(trajectory.trajectory_id)
+    return out
