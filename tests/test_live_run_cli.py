@@ -109,7 +109,7 @@ def test_with_judge_the_live_run_gets_a_verdict_instead_of_a_self_report(live_pa
     out = tmp_path / "run"
     replies = [
         Reply(text="The page is open.\nsend_msg_to_user('The status reads: Nothing changed yet')"),
-        Reply(text='{"success": true, "reason": "The status line was read out."}'),
+        Reply(text="yes"),  # the judge's yes/no question (awm.evaluation.judge)
     ]
     with StubLLMServer(replies) as stub:
         done = awm(
