@@ -454,9 +454,10 @@ def _run_step(
     seen[key] = repeats
     if repeats >= config.loop_repeat_stop:
         raise NoProgress(f"repeated {step.action_str} {repeats} times on an unchanged page")
-    period = cycle_period([*_step_keys(trajectory.steps), key])
+    keys = [*_step_keys(trajectory.steps), key]
+    period = cycle_period(keys)
     if period:
-        cycle = " -> ".join(a for _, a in [*_step_keys(trajectory.steps), key][-period:])
+        cycle = " -> ".join(action for _, action in keys[-period:])
         raise NoProgress(f"went round the same cycle twice ({cycle}): the page came back to where it was")
     nudge = ""
     if repeats >= config.loop_repeat_nudge:
