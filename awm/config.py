@@ -100,6 +100,11 @@ class AgentSettings(BaseModel):
     # split it solved 4 where the default solved 9, at 25 s per episode instead of 9 (the model named the
     # element it had just acted on again and went through its actions: choose-list 3/3 -> 0/3).
     target_first: bool = False
+    # A thought line before the action. Off: asked for one, the 1.5B model writes its whole plan there
+    # (`fill[19], press[20]`) and then copies the plan's first step, already done, as its action; under
+    # the grammar that comes out as noise (login-user and enter-password 0/6, focus and scroll until the
+    # step limit). Asked for the action alone, it clicks Login (see the README's development split).
+    thought: bool = False
 
 
 # Hard ceilings of a live run (`awm run --url`, the live page): the `[browser.rails]` settings may lower

@@ -91,6 +91,7 @@ class PolicyFactory:
             prompt_order=agent.prompt_order,
             role_aware=agent.role_aware,
             target_first=agent.target_first,
+            thought=agent.thought,
         )
 
 

@@ -213,6 +213,7 @@ class LLMAgent:
         prompt_order: prompts.PromptOrder = "prefix",
         role_aware: bool = True,
         target_first: bool = False,
+        thought: bool = False,
         embedder: Embedder | None = None,
     ) -> None:
         self.client = client
@@ -223,6 +224,7 @@ class LLMAgent:
         self.role_aware = role_aware
         # The element first, then its action: only under a grammar (the format is the grammar's).
         self.target_first = target_first and self.use_grammar
+        self.thought = thought  # a thought line before the action (`AgentSettings.thought`)
         self.name = client.model  # the harness records it as the trajectory's model
         self.memory = memory
         self._embedder = embedder
@@ -258,7 +260,7 @@ class LLMAgent:
         shown_calls = {w.name: call_text(callables[w.name]) for w in workflows if w.name in callables}
         parts = prompts.build_parts(
             system=prompts.system_text(
-                names, workflows=bool(shown_calls), ending=live, target_first=self.target_first
+                names, workflows=bool(shown_calls), ending=live, target_first=self.target_first, thought=self.thought
             ),
             memory=prompts.memory_texts(workflows, goal, shown_calls),
             goal=goal,
@@ -268,6 +270,7 @@ class LLMAgent:
             feedback=_fresh_feedback(ctx),
             retry_error=ctx.retry_error or "",
             runnable=bool(shown_calls),
+            thought=self.thought,
         )
         # PromptTooLargeError propagates: the harness ends the episode as `context_overflow`.
         fitted = fit_prompt(
@@ -317,7 +320,7 @@ class LLMAgent:
                         "browser",
                         page_ids=page.ids,
                         names=grammar_names,
-                        with_thought=True,
+                        with_thought=self.thought,
                         ids_for=ids_for,
                         workflows=offered or None,
                     )
@@ -325,7 +328,7 @@ class LLMAgent:
                     # Everything is spent (a page with no element ids whose scroll did nothing): offer the
                     # spent actions again; the harness's repeat count ends the episode as stuck.
                     grammar = action_grammar(
-                        "browser", page_ids=page.ids, names=unspent_names, with_thought=True,
+                        "browser", page_ids=page.ids, names=unspent_names, with_thought=self.thought,
                         workflows=offered or None,
                     )  # fmt: skip
         request = ChatRequest(

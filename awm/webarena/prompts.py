@@ -25,8 +25,11 @@ SYSTEM_INTRO = (
     "You are a web agent. Each turn you see the goal, your previous steps and the current page, "
     "and you choose the next action.\n"
     "The page lists elements as [id] role 'name'; act only on an id shown on the current page.\n"
-    "Reply with one short thought on the first line and exactly one action on the second line, "
-    "nothing else."
+)
+# What the answer holds: the action alone (the default, `AgentSettings.thought`), or a thought line first.
+ANSWER_ACTION = "Reply with exactly one action, nothing else."
+ANSWER_THOUGHT = (
+    "Reply with one short thought on the first line and exactly one action on the second line, nothing else."
 )
 # Under the target-first grammar (`awm.actions.target_first_grammar`) the first line names the element.
 TARGET_FIRST_INTRO = (
@@ -70,15 +73,17 @@ def system_text(
     workflows: bool = False,
     ending: bool = False,
     target_first: bool = False,
+    thought: bool = False,
 ) -> str:
     """Fixed instructions plus the action list (`run_workflow` first when the episode's memory holds
     workflows it can call: listed last, the 1.5B model never chose it); the same string on every step.
     `ending`: the agent must end the episode itself (a live page), so the rules for that come last.
-    `target_first`: the answer names the element first (`TARGET_FIRST_INTRO`), as its grammar demands."""
+    `target_first`: the answer names the element first (`TARGET_FIRST_INTRO`), as its grammar demands.
+    `thought`: a thought line before the action (`ANSWER_THOUGHT`), else the action alone."""
     actions = describe_actions("browser", names=action_names)
     if workflows:
         actions = WORKFLOW_ACTION_TEXT + "\n" + actions
-    intro = TARGET_FIRST_INTRO if target_first else SYSTEM_INTRO
+    intro = TARGET_FIRST_INTRO if target_first else SYSTEM_INTRO + (ANSWER_THOUGHT if thought else ANSWER_ACTION)
     text = f"{intro}\n\n## Actions\n{actions}"
     return f"{text}\n\n{ENDING_RULES}" if ending else text
 
@@ -132,7 +137,9 @@ def history_entry(step: Step) -> str:
     return "\n".join(lines)
 
 
-def observation_text(page_text: str, url: str = "", *, feedback: str = "", retry_error: str = "") -> str:
+def observation_text(
+    page_text: str, url: str = "", *, feedback: str = "", retry_error: str = "", thought: bool = False
+) -> str:
     """The current page, then (when set) what the last action did and why the last answer was refused.
 
     A refused answer is shown with its exact error, last, right before the model answers: at
@@ -148,7 +155,8 @@ def observation_text(page_text: str, url: str = "", *, feedback: str = "", retry
         parts.append(
             "## Your last answer was refused\n"
             f"{retry_error.strip()}\n"
-            "Answer again: one thought line, then one action using an id from the current page."
+            + ("Answer again: one thought line, then one action" if thought else "Answer again with one action")
+            + " using an id from the current page."
         )
     return "\n\n".join(parts)
 
@@ -164,16 +172,18 @@ def build_parts(
     feedback: str = "",
     retry_error: str = "",
     runnable: bool = False,
+    thought: bool = False,
 ) -> PromptParts:
     """Everything one step wants to say, before `fit_prompt` shrinks it to the context window.
-    `runnable`: the memory offers workflows to call (`run_workflow`), not text to adapt."""
+    `runnable`: the memory offers workflows to call (`run_workflow`), not text to adapt; `thought`: the
+    answer starts with a thought line (what a refused answer is told to send again)."""
     return PromptParts(
         system=system,
         memory=list(memory),
         goal=goal_text(goal),
         # A workflow's sub-steps stay out: the calling step's result says how far it ran.
         history=[history_entry(s) for s in history if s.called_by is None],
-        observation=observation_text(page_text, url, feedback=feedback, retry_error=retry_error),
+        observation=observation_text(page_text, url, feedback=feedback, retry_error=retry_error, thought=thought),
         memory_header=RUNNABLE_HEADER if runnable else MEMORY_HEADER,
         history_header=HISTORY_HEADER,
     )
