@@ -49,7 +49,6 @@ class ArgSpec:
     type: ArgType
     required: bool = True
     default: ArgValue | None = None
-    choices: tuple[str, ...] = ()
 
     def signature(self) -> str:
         return self.name if self.required else f"{self.name}={self.default!r}"
@@ -387,9 +386,6 @@ def _check_value(spec: ActionSpec, arg: ArgSpec, value: Any) -> ArgValue:
     if arg.type == "str":
         if not isinstance(value, str):
             raise _fail("bad_argument", f"{where} must be a quoted string; got {value!r}")
-        if arg.choices and value not in arg.choices:
-            allowed = ", ".join(repr(c) for c in arg.choices)
-            raise _fail("bad_argument", f"{where} must be one of {allowed}; got {value!r}")
         return value
     if arg.type == "int":
         if not isinstance(value, int) or isinstance(value, bool):
@@ -998,8 +994,6 @@ def _browser_action_rule(spec: ActionSpec, id_rule: str = "bid") -> str:
     for arg in spec.args:
         if arg.type == "id":
             value = id_rule
-        elif arg.choices:
-            value = "(" + " | ".join(_gbnf_literal(repr(c)) for c in arg.choices) + ")"
         else:
             value = _TYPE_RULE[arg.type]
         if arg.required:

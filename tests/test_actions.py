@@ -46,8 +46,6 @@ def _value(arg: ArgSpec, action_set: str, text: st.SearchStrategy[str]) -> st.Se
             st.characters(codec="utf-8", exclude_characters="[]") if action_set == "mind2web" else UNICODE
         )
         return st.text(alphabet, min_size=1, max_size=12).filter(_no_space)
-    if arg.choices:
-        return st.sampled_from(arg.choices)
     if arg.type == "str":
         return text
     if arg.type == "int":

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from awm.app.catalog import Catalog, NotServed
+from awm.app.catalog import Catalog, NotServed, file_in
 from awm.app.live import LiveRequest, LiveRun, child_command, pending_questions, terminal_event
 from awm.app.runs import RunListing, episode_status, recoveries, step_tree
 from awm.app.serve_cli import bind_warning
@@ -57,8 +57,9 @@ def test_episode_status_words(fields: dict, status: str) -> None:
 
 
 def test_recoveries_count_failed_steps_the_agent_got_past() -> None:
-    steps = [_step(0, "parse_error"), _step(1), _step(2, "target_not_found"), _step(3, "no_progress")]
-    assert recoveries(steps) == 1  # the last two failures were never followed by an ok step
+    assert recoveries(["parse_error", "ok", "target_not_found", "no_progress"]) == 1  # the last two: never
+    assert recoveries(["parse_error", "id_not_on_page", "ok", "ok"]) == 2
+    assert recoveries(["no_progress"]) == recoveries([]) == 0
 
 
 def test_step_tree_nests_workflow_sub_steps_and_keeps_orphans() -> None:
@@ -87,10 +88,10 @@ def test_catalog_resolves_only_files_inside_a_served_folder(tmp_path: Path) -> N
     (run / "link.png").symlink_to(tmp_path / "secret.png")
     catalog = Catalog([root])
     folder = catalog.folder("group~one", "run")
-    assert catalog.file_in(folder, "shot.png") == (run / "shot.png").resolve()
+    assert file_in(folder, "shot.png") == (run / "shot.png").resolve()
     for bad in ("../../secret.png", str(tmp_path / "secret.png"), "link.png", "", "missing.png"):
         with pytest.raises(NotServed):
-            catalog.file_in(folder, bad)
+            file_in(folder, bad)
     with pytest.raises(NotServed):
         catalog.folder("group~one", "ablation")
     assert catalog.key_of(run) == "group~one" and catalog.key_of(tmp_path) is None

@@ -95,6 +95,22 @@ def test_steps_are_visible_to_another_connection_as_they_happen(recorder: RunRec
         assert [s.to_step() for s in db.steps(traj.trajectory_id)] == traj.steps
 
 
+def test_outcomes_list_each_episode_s_top_level_steps_in_order(recorder: RunRecorder) -> None:
+    """What the runs listing counts recoveries from: sub-steps of a workflow call are left out."""
+    for episode_id, outcomes in (("ep-a", ["parse_error", "ok"]), ("ep-b", ["ok", "no_progress"])):
+        traj = make_trajectory(episode_id)
+        recorder.start_episode(traj)
+        for index, outcome in enumerate(outcomes):
+            step = make_step(index, outcome=outcome)
+            traj.steps.append(step)
+            recorder.record_step(traj, step)
+    sub = make_step(2, outcome="action_error", called_by=1)
+    traj.steps.append(sub)
+    recorder.record_step(traj, sub)
+    with open_run(recorder.run_dir) as db:
+        assert db.outcomes() == {"ep-a": ["parse_error", "ok"], "ep-b": ["ok", "no_progress"]}
+
+
 def test_step_recorded_in_finally_survives_the_exception(recorder: RunRecorder) -> None:
     traj = make_trajectory()
     recorder.start_episode(traj)

@@ -6,7 +6,7 @@ Why it is built this way: RESULTS.md and results.json are data that a run wrote,
 anything (a task name with markup in it, a hand-edited file). So the Markdown is rendered with raw HTML
 off: it is escaped and never runs. Its relative image and link targets are rewritten on markdown-it's
 token stream, not with regexes over HTML, so they point at the files API. That API reads only through
-`Catalog.file_in` and serves only the report's kinds of file. The tables come from results.json checked
+`file_in` and serves only the report's kinds of file. The tables come from results.json checked
 against `AblationReport`, the model `awm ablate` wrote it with, so the page shows the report's own
 numbers and does not work them out again.
 """
@@ -29,7 +29,7 @@ from awm.errors import DataError
 from awm.evaluation.audit import JudgeAudit
 from awm.pipeline.report import RESULTS_JSON, RESULTS_MD, AblationReport, ArmStats, PairedComparison
 
-from .catalog import Catalog, Folder, NotServed
+from .catalog import Folder, NotServed, file_in
 from .web import AppContext, context, page
 
 router = APIRouter()
@@ -189,39 +189,39 @@ def _ablation(ctx: AppContext, key: str) -> Folder:
     return ctx.catalog.folder(key, "ablation")
 
 
-def read_results(catalog: Catalog, folder: Folder) -> Any:
+def read_results(folder: Folder) -> Any:
     """results.json's content, parsed; a file that is not JSON is a DataError naming it (422)."""
-    path = catalog.file_in(folder, RESULTS_JSON)
+    path = file_in(folder, RESULTS_JSON)
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{path}: not valid JSON ({exc})") from exc
 
 
-def read_report(catalog: Catalog, folder: Folder) -> AblationReport:
-    data = read_results(catalog, folder)
+def read_report(folder: Folder) -> AblationReport:
+    data = read_results(folder)
     try:
         return AblationReport.model_validate(data)
     except ValidationError as exc:
         raise DataError(f"{folder.path / RESULTS_JSON}: not an ablation report ({exc})") from exc
 
 
-def read_markdown(catalog: Catalog, folder: Folder) -> str | None:
+def read_markdown(folder: Folder) -> str | None:
     """RESULTS.md's text, or None when the folder has none (results.json alone is an ablation)."""
     try:
-        path = catalog.file_in(folder, RESULTS_MD)
+        path = file_in(folder, RESULTS_MD)
     except NotServed:
         return None
     return path.read_text(encoding="utf-8", errors="replace")
 
 
-def plot_names(catalog: Catalog, folder: Folder, first: list[str]) -> list[str]:
+def plot_names(folder: Folder, first: list[str]) -> list[str]:
     """Every PNG directly in the folder that `file_in` accepts (a symlink pointing out is left out),
     the report's own plots (`first`) in its order, then any others by name."""
     names = []
     for path in folder.path.glob("*.png"):
         try:
-            catalog.file_in(folder, path.name)
+            file_in(folder, path.name)
         except NotServed:
             continue
         names.append(path.name)
@@ -229,11 +229,11 @@ def plot_names(catalog: Catalog, folder: Folder, first: list[str]) -> list[str]:
     return sorted(names, key=lambda n: (order.get(n, len(order)), n))
 
 
-def served_file(catalog: Catalog, folder: Folder, name: str) -> tuple[Path, str]:
+def served_file(folder: Folder, name: str) -> tuple[Path, str]:
     """The file `name` names in the folder and its media type; anything not of `FILE_TYPES`, or not
     inside the folder once symlinks are followed, is not served."""
     media = FILE_TYPES.get(PurePosixPath(name).suffix.lower())
-    path = catalog.file_in(folder, name)
+    path = file_in(folder, name)
     if media is None or FILE_TYPES.get(path.suffix.lower()) != media:
         raise NotServed(f"'{name}' is not a report file of {folder.key}")
     return path, media
@@ -246,24 +246,24 @@ def served_file(catalog: Catalog, folder: Folder, name: str) -> tuple[Path, str]
 
 @router.get("/api/ablations/{key}")
 def api_ablation(key: str, ctx: Ctx) -> JSONResponse:
-    return JSONResponse(read_results(ctx.catalog, _ablation(ctx, key)))
+    return JSONResponse(read_results(_ablation(ctx, key)))
 
 
 @router.get("/api/ablations/{key}/files/{name:path}")
 def api_ablation_file(key: str, name: str, ctx: Ctx) -> FileResponse:
-    path, media = served_file(ctx.catalog, _ablation(ctx, key), name)
+    path, media = served_file(_ablation(ctx, key), name)
     return FileResponse(path, media_type=media)
 
 
 @router.get("/ablations/{key}")
 def ablation_page(request: Request, key: str, ctx: Ctx) -> Response:
     folder = _ablation(ctx, key)
-    report = read_report(ctx.catalog, folder)
-    markdown = read_markdown(ctx.catalog, folder)
+    report = read_report(folder)
+    markdown = read_markdown(folder)
     return page(
         request, "ablation.html", folder=folder, report=report,
         arms=arm_views(report, folder, ctx.catalog.folders()),
-        plots=[(name, files_url(folder.key, name)) for name in plot_names(ctx.catalog, folder, report.plots)],
+        plots=[(name, files_url(folder.key, name)) for name in plot_names(folder, report.plots)],
         tasks=per_task_rows(report), paired=paired_comparisons(report), audits=judge_audits(report),
         results_html=None if markdown is None else render_markdown(markdown, folder.key),
         files={n: files_url(folder.key, n) for n in (RESULTS_MD, RESULTS_JSON)},

@@ -1,5 +1,5 @@
 """The served folders: which run and ablation folders exist under the `--runs` directories, and the one
-function that turns a name from a request into a file (`Catalog.file_in`).
+function that turns a name from a request into a file (`file_in`).
 
 Why a catalog and not paths in URLs: a request names a run by its key (its path under a served
 directory, parts joined by `~`), and the key is looked up among the folders found by scanning; a file
@@ -88,12 +88,13 @@ class Catalog:
                 return _key(root, resolved)
         return None
 
-    def file_in(self, folder: Folder, relative: str) -> Path:
-        """A file inside `folder` named by a relative path (from a run database or a request)."""
-        if not relative or Path(relative).is_absolute():
-            raise NotServed(f"'{relative}' is not a file of {folder.key}")
-        base = folder.path.resolve()
-        path = base / relative
-        if not inside(base, path) or not path.is_file():
-            raise NotServed(f"'{relative}' is not a file of {folder.key}")
-        return path.resolve()
+
+def file_in(folder: Folder, relative: str) -> Path:
+    """A file inside `folder` named by a relative path (from a run database or a request)."""
+    if not relative or Path(relative).is_absolute():
+        raise NotServed(f"'{relative}' is not a file of {folder.key}")
+    base = folder.path.resolve()
+    path = base / relative
+    if not inside(base, path) or not path.is_file():
+        raise NotServed(f"'{relative}' is not a file of {folder.key}")
+    return path.resolve()

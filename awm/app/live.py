@@ -43,6 +43,7 @@ from awm.rails import check_url
 from awm.traces.db import EVENTS_NAME
 
 from .catalog import Catalog, NotServed, inside
+from .runs import screenshot_url
 from .web import AppContext, AppSettings, context, page
 
 Ctx = Annotated[AppContext, Depends(context)]
@@ -231,11 +232,7 @@ def terminal_event(run: LiveRun, key: str | None) -> dict[str, Any]:
 
 
 def _screenshot_url(key: str | None, episode_id: str, index: int) -> str | None:
-    if key is None:
-        return None
-    from urllib.parse import quote
-
-    return f"/api/runs/{quote(key, safe='')}/episodes/{quote(episode_id, safe='')}/steps/{index}/screenshot.png"
+    return None if key is None else screenshot_url(key, episode_id, index)
 
 
 def _json(data: dict) -> str:

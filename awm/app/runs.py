@@ -1,14 +1,16 @@
 """What the runs and episode pages show, read from a run database (read-only) into plain rows.
 
-Pure functions over `EpisodeRow`/`StepRow` (`episode_status`, `recoveries`, `run_listing`, `step_tree`)
-and one reader (`read_run`). The same rows are the JSON API's answers, so a test or a script sees
+Pure functions over `EpisodeRow`/`StepRow` (`episode_status`, `recoveries`, `run_listing`, `step_tree`,
+`screenshot_url`) and one reader (`read_run`). The same rows are the JSON API's answers, so a test or a script sees
 exactly what a person sees.
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any, Literal
+from urllib.parse import quote
 
 from pydantic import BaseModel, Field
 
@@ -45,14 +47,16 @@ def episode_status(episode: EpisodeRow) -> EpisodeStatus:
     return "unjudged" if success is None else "failed"
 
 
-def recoveries(steps: list[StepRow]) -> int:
-    """Failed steps the agent got past: a step whose outcome was not ok, followed later by an ok step."""
-    top = [s for s in steps if s.called_by is None]
-    count = 0
-    for i, step in enumerate(top):
-        if step.outcome != "ok" and any(later.outcome == "ok" for later in top[i + 1 :]):
-            count += 1
-    return count
+def recoveries(outcomes: Sequence[str]) -> int:
+    """Failed steps the agent got past: of an episode's top-level step outcomes in order
+    (`RunDatabase.outcomes`), those not ok and followed later by an ok one."""
+    last_ok = max((i for i, outcome in enumerate(outcomes) if outcome == "ok"), default=-1)
+    return sum(1 for outcome in outcomes[:last_ok] if outcome != "ok")
+
+
+def screenshot_url(run_key: str, episode_id: str, index: int) -> str:
+    """The API address of one step's screenshot (the episode page, its JSON and live events link it)."""
+    return f"/api/runs/{quote(run_key, safe='')}/episodes/{quote(episode_id, safe='')}/steps/{index}/screenshot.png"
 
 
 class RunListing(BaseModel):
@@ -113,12 +117,10 @@ def run_listing(folder: Folder, run: RunRow, episodes: list[EpisodeRow], recover
     )
 
 
-def read_run(folder: Folder) -> tuple[RunRow, list[EpisodeRow], dict[str, list[StepRow]]]:
-    """The run, its episodes and each episode's steps (one read-only connection)."""
+def read_run(folder: Folder) -> tuple[RunRow, list[EpisodeRow], dict[str, list[str]]]:
+    """The run, its episodes and each episode's top-level step outcomes (one read-only connection)."""
     with RunDatabase(folder.path) as db:
-        run, episodes = db.run(), db.episodes()
-        steps = {e.id: db.steps(e.id) for e in episodes}
-    return run, episodes, steps
+        return db.run(), db.episodes(), db.outcomes()
 
 
 class StepNode(BaseModel):

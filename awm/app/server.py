@@ -21,8 +21,17 @@ from awm.errors import AwmError
 from awm.pipeline.summary import live_facts, summarize_episode
 from awm.traces.db import EpisodeRow, RunDatabase, StepRow
 
-from .catalog import Catalog, Folder, NotServed
-from .runs import STATUSES, RunListing, episode_status, read_run, recoveries, run_listing, step_tree
+from .catalog import Catalog, Folder, NotServed, file_in
+from .runs import (
+    STATUSES,
+    RunListing,
+    episode_status,
+    read_run,
+    recoveries,
+    run_listing,
+    screenshot_url,
+    step_tree,
+)
 from .web import STATIC_DIR, AppContext, AppSettings, context, page
 
 Ctx = Annotated[AppContext, Depends(context)]
@@ -36,11 +45,11 @@ def list_runs(ctx: AppContext) -> list[RunListing]:
             rows.append(ablation_listing(folder))
             continue
         try:
-            run, episodes, steps = read_run(folder)
+            run, episodes, outcomes = read_run(folder)
         except AwmError as exc:
             rows.append(RunListing(key=folder.key, name=folder.path.name, created_at="", status="unreadable", error=str(exc)))
             continue
-        rows.append(run_listing(folder, run, episodes, sum(recoveries(s) for s in steps.values())))
+        rows.append(run_listing(folder, run, episodes, sum(recoveries(o) for o in outcomes.values())))
     return sorted(rows, key=lambda r: (r.created_at, r.key), reverse=True)
 
 
@@ -68,12 +77,16 @@ def _run(ctx: AppContext, key: str) -> Folder:
     return ctx.catalog.folder(key, "run")
 
 
+def _episode_in(db: RunDatabase, folder: Folder, episode_id: str) -> tuple[EpisodeRow, list[StepRow]]:
+    episodes = {e.id: e for e in db.episodes()}
+    if episode_id not in episodes:
+        raise NotServed(f"no episode '{episode_id}' in run {folder.key}")
+    return episodes[episode_id], db.steps(episode_id)
+
+
 def _episode(folder: Folder, episode_id: str) -> tuple[EpisodeRow, list[StepRow]]:
     with RunDatabase(folder.path) as db:
-        episodes = {e.id: e for e in db.episodes()}
-        if episode_id not in episodes:
-            raise NotServed(f"no episode '{episode_id}' in run {folder.key}")
-        return episodes[episode_id], db.steps(episode_id)
+        return _episode_in(db, folder, episode_id)
 
 
 def _step(steps: list[StepRow], index: int, folder: Folder, episode_id: str) -> StepRow:
@@ -86,7 +99,6 @@ def _step(steps: list[StepRow], index: int, folder: Folder, episode_id: str) -> 
 def episode_payload(folder: Folder, episode: EpisodeRow, steps: list[StepRow]) -> dict:
     """`GET /api/runs/{run}/episodes/{episode}`: the episode, its status and its steps, with each step's
     screenshot URL (or null) and its sub-steps' indexes."""
-    base = f"/api/runs/{quote(folder.key, safe='')}/episodes/{quote(episode.id, safe='')}"
     return {
         "run": folder.key,
         "episode": episode.model_dump(mode="json"),
@@ -94,7 +106,7 @@ def episode_payload(folder: Folder, episode: EpisodeRow, steps: list[StepRow]) -
         "steps": [
             {
                 **s.model_dump(mode="json"),
-                "screenshot_url": f"{base}/steps/{s.idx}/screenshot.png" if s.screenshot else None,
+                "screenshot_url": screenshot_url(folder.key, episode.id, s.idx) if s.screenshot else None,
             }
             for s in steps
         ],
@@ -125,7 +137,7 @@ def register_routes(app: FastAPI) -> None:
         step = _step(steps, index, folder, episode)
         if not step.screenshot:
             raise NotServed(f"step {index} of '{episode}' has no screenshot")
-        return FileResponse(ctx.catalog.file_in(folder, step.screenshot), media_type="image/png")
+        return FileResponse(file_in(folder, step.screenshot), media_type="image/png")
 
     @app.get("/")
     def runs_page(
@@ -140,9 +152,9 @@ def register_routes(app: FastAPI) -> None:
     @app.get("/runs/{run}")
     def run_page(request: Request, run: str, ctx: Ctx) -> Response:
         folder = _run(ctx, run)
-        run_row, episodes, steps = read_run(folder)
-        listing = run_listing(folder, run_row, episodes, sum(recoveries(s) for s in steps.values()))
-        rows = [(e, episode_status(e), recoveries(steps[e.id])) for e in episodes]
+        run_row, episodes, outcomes = read_run(folder)
+        listing = run_listing(folder, run_row, episodes, sum(recoveries(o) for o in outcomes.values()))
+        rows = [(e, episode_status(e), recoveries(outcomes.get(e.id, []))) for e in episodes]
         summary = (folder.path / "summary.md").is_file()
         return page(request, "run.html", folder=folder, run=run_row, listing=listing, rows=rows, has_summary=summary)
 
@@ -155,8 +167,8 @@ def register_routes(app: FastAPI) -> None:
 def episode_view_data(ctx: AppContext | None, folder: Folder, episode_id: str, *, embed: bool) -> dict[str, Any]:
     """What the episode template needs. `embed` (a self-contained export) puts each screenshot in the page
     as a data URL instead of linking to the API; `ctx` None: no server (no memory link)."""
-    row, steps = _episode(folder, episode_id)
     with RunDatabase(folder.path) as db:
+        row, steps = _episode_in(db, folder, episode_id)
         trajectory = db.trajectory(row.id)
     if embed:
         shots = {s.idx: _data_url(folder, s.screenshot) for s in steps if s.screenshot}
@@ -180,7 +192,7 @@ def _data_url(folder: Folder, relative: str) -> str | None:
     import base64
 
     try:
-        path = Catalog([folder.root]).file_in(folder, relative)
+        path = file_in(folder, relative)
     except NotServed:
         return None
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()

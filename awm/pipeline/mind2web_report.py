@@ -6,7 +6,6 @@ these intervals).
 
 from __future__ import annotations
 
-import json
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -27,7 +26,7 @@ from awm.pipeline.report import (
     RESULTS_JSON,
     RESULTS_MD,
     bootstrap_mean_ci,
-    provenance_lines,
+    head_lines,
     replay_warnings,
     sign_test_p,
     wilson_interval,
@@ -618,31 +617,14 @@ def _overrides(arm: Mind2WebArmStats) -> str:
 
 def render_markdown(report: Mind2WebAblationReport) -> str:
     """RESULTS.md: identity, the arms' metrics, tokens, pairs, per website, per task, memory."""
-    sampling = (
-        ""
-        if report.temperature is None
-        else f", temperature {report.temperature:g}, response cache {'on' if report.cache else 'off'}"
-    )
     websites = ", ".join(report.websites) if report.websites else "all"
-    lines = [
-        f"# Ablation {report.name} (Mind2Web {report.split})",
-        "",
-        f"- config: `{report.config_path}` (hash `{report.config_hash}`), {report.repeats} repeat(s) per arm",
-        f"- data: `{report.data}`, split {report.split}, websites: {websites}",
-        f"- model: `{report.model}` (backend {report.backend}{sampling})",
-        f"- written: {report.created_at}, {report.seconds:.0f} s of wall time in total",
-        *provenance_lines(report.provenance),
-        "",
-    ]
-    if report.warnings:
-        lines += ["## Warnings", "", *(f"- **Warning:** {w}" for w in report.warnings), ""]
+    lines = head_lines(
+        report,
+        f"Ablation {report.name} (Mind2Web {report.split})",
+        data=f"`{report.data}`, split {report.split}, websites: {websites}",
+        base_label="Base pipeline config (Mind2Web fields)",
+    )
     lines += [
-        "Base pipeline config (Mind2Web fields):",
-        "",
-        "```json",
-        json.dumps(report.base, indent=2, sort_keys=True, default=str),
-        "```",
-        "",
         "## Arms",
         "",
         f"Success rule: {report.success_rule}.",

@@ -28,7 +28,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
 from rich.table import Table
@@ -591,6 +591,56 @@ def provenance_lines(provenance: dict[str, Any] | None) -> list[str]:
     ]
 
 
+class ReportIdentity(Protocol):
+    """What both RESULTS.md renderers (MiniWoB++/WebArena here, Mind2Web in `mind2web_report`) open with."""
+
+    config_path: str
+    config_hash: str
+    repeats: int
+    model: str
+    backend: str
+    temperature: float | None
+    cache: bool | None
+    created_at: str
+    seconds: float
+    provenance: dict[str, Any] | None
+    warnings: list[str]
+    base: dict[str, Any]
+
+
+def head_lines(
+    report: ReportIdentity, title: str, *, data: str = "", base_label: str = "Base pipeline config"
+) -> list[str]:
+    """RESULTS.md's opening: title, config, (data,) model and sampling, time, provenance, warnings and
+    the base config as JSON, up to the arms table."""
+    sampling = (
+        ""
+        if report.temperature is None
+        else f", temperature {report.temperature:g}, response cache {'on' if report.cache else 'off'}"
+    )
+    lines = [
+        f"# {title}",
+        "",
+        f"- config: `{report.config_path}` (hash `{report.config_hash}`), {report.repeats} repeat(s) per arm",
+        *([f"- data: {data}"] if data else []),
+        f"- model: `{report.model}` (backend {report.backend}{sampling})",
+        f"- written: {report.created_at}, {report.seconds:.0f} s of wall time in total",
+        *provenance_lines(report.provenance),
+        "",
+    ]
+    if report.warnings:
+        lines += ["## Warnings", "", *(f"- **Warning:** {w}" for w in report.warnings), ""]
+    return [
+        *lines,
+        f"{base_label}:",
+        "",
+        "```json",
+        json.dumps(report.base, indent=2, sort_keys=True, default=str),
+        "```",
+        "",
+    ]
+
+
 def _interval_note(report: AblationReport) -> str:
     """Which interval each arm carries, and why, in one sentence for RESULTS.md."""
     methods = {a.ci_method for a in report.arms}
@@ -624,29 +674,8 @@ def _paired_table(comparisons: Sequence[PairedComparison]) -> list[str]:
 
 def render_markdown(report: AblationReport) -> str:
     """`RESULTS.md`: identity, the arms, the pairs, each task, failures, judge audit, memory versions."""
-    sampling = (
-        ""
-        if report.temperature is None
-        else f", temperature {report.temperature:g}, response cache {'on' if report.cache else 'off'}"
-    )
-    lines = [
-        f"# Ablation {report.name}",
-        "",
-        f"- config: `{report.config_path}` (hash `{report.config_hash}`), {report.repeats} repeat(s) per arm",
-        f"- model: `{report.model}` (backend {report.backend}{sampling})",
-        f"- written: {report.created_at}, {report.seconds:.0f} s of wall time in total",
-        *provenance_lines(report.provenance),
-        "",
-    ]
-    if report.warnings:
-        lines += ["## Warnings", "", *(f"- **Warning:** {w}" for w in report.warnings), ""]
+    lines = head_lines(report, f"Ablation {report.name}")
     lines += [
-        "Base pipeline config:",
-        "",
-        "```json",
-        json.dumps(report.base, indent=2, sort_keys=True, default=str),
-        "```",
-        "",
         "## Arms",
         "",
         f"Success rule: {report.success_rule}",

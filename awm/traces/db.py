@@ -444,6 +444,17 @@ class RunDatabase:
         ).fetchall()
         return [self._row(StepRow, r, ("action", "target", "timings", "approval", "prompt")) for r in rows]
 
+    def outcomes(self) -> dict[str, list[str]]:
+        """Each episode's top-level step outcomes in order (workflow sub-steps left out): what a runs
+        listing needs, without reading pages, prompts or model outputs."""
+        rows = self._conn.execute(
+            "SELECT episode_id, outcome FROM step WHERE called_by IS NULL ORDER BY episode_id, idx"
+        ).fetchall()
+        out: dict[str, list[str]] = {}
+        for episode_id, outcome in rows:
+            out.setdefault(episode_id, []).append(outcome)
+        return out
+
     def find_episode(self, ref: str) -> EpisodeRow:
         """An episode by exact id, unique id prefix, or task key (the latest attempt of that task)."""
         episodes = self.episodes()

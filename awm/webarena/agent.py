@@ -69,8 +69,8 @@ def without_spent_choices(
     Why: measured on the 1.5B model, once the grammar stopped it filling the Submit button it filled
     the same text field again step after step, or pressed Enter in it and filled it again, until the
     loop stop. Taken out for the next step: the same state-setting action on the element the last step
-    just set; `press` on the element the last step pressed when the page did not change; and `fill` on
-    a field this episode already filled that still shows a value. What is left (click Submit) moves the
+    just set, and `fill` on a field this episode already filled that still shows a value (a `press` that
+    left the page as it was is taken out by the same-state rule below). What is left (click Submit) moves the
     task on; a real correction stays possible (clear, then fill).
 
     On every page also each action already tried on this very page state (same fingerprint: same
@@ -91,11 +91,8 @@ def without_spent_choices(
         out[name] = [i for i in out.get(name, page_ids) if i != bid]
 
     last = _target(history[-1]) if history else None
-    if last is not None:
-        name, bid = last
-        unchanged = history[-1].fingerprint == fingerprint
-        if ACTION_SETS["browser"][name].sets_state or (name == "press" and unchanged):
-            drop(name, bid)
+    if last is not None and ACTION_SETS["browser"][last[0]].sets_state:
+        drop(*last)
     if live and history:
         # A click already made on this page (same URL) since the last state-setting action is spent: a
         # button clicked before a field was filled (Add, Search) is offered again once it was filled.
@@ -315,22 +312,18 @@ class LLMAgent:
                     targets, grammar_names, ids_for=ids_for, workflows=offered or None
                 )
             else:
-                try:
-                    grammar = action_grammar(
-                        "browser",
-                        page_ids=page.ids,
-                        names=grammar_names,
-                        with_thought=self.thought,
-                        ids_for=ids_for,
-                        workflows=offered or None,
-                    )
-                except ConfigError:
-                    # Everything is spent (a page with no element ids whose scroll did nothing): offer the
-                    # spent actions again; the harness's repeat count ends the episode as stuck.
-                    grammar = action_grammar(
-                        "browser", page_ids=page.ids, names=unspent_names, with_thought=self.thought,
-                        workflows=offered or None,
+                def grammar_for(offered_names: list[str] | None) -> str:
+                    return action_grammar(
+                        "browser", page_ids=page.ids, names=offered_names, with_thought=self.thought,
+                        ids_for=ids_for, workflows=offered or None,
                     )  # fmt: skip
+
+                try:
+                    grammar = grammar_for(grammar_names)
+                except ConfigError:
+                    # Everything is spent (a page with no element ids whose scroll did nothing): the spent
+                    # plain actions come back, the role rules still hold; the repeat count ends it as stuck.
+                    grammar = grammar_for(unspent_names)
         request = ChatRequest(
             messages=messages,
             temperature=self.settings.llm.temperature,
