@@ -108,6 +108,17 @@ def test_overlay_is_dismissed_then_click_lands(session: BrowserSession, base_url
     assert "continued" in trajectory.steps[1].observation
 
 
+def test_a_time_or_date_is_written_in_the_field_s_own_format(session: BrowserSession, base_url: str):
+    """A goal says 5:36 PM; a time field takes only 17:36 (Playwright's fill refuses the rest)."""
+    policy = LabelScript(["fill('{Time}', '5:36 PM')", "fill('{Date}', 'Dec 31, 2016')", "noop()"])
+    trajectory = run_episode(session, policy, fixture_task(base_url, "datetime"), HarnessConfig(max_steps=3))
+    time_step, date_step, last = trajectory.steps
+    assert time_step.outcome == "ok" and date_step.outcome == "ok", (time_step.error, date_step.error)
+    assert "wrote '5:36 PM' as '17:36', the format of this time field" in time_step.feedback
+    assert "as '2016-12-31'" in date_step.feedback
+    assert "time 17:36" in last.observation and "date 2016-12-31" in last.observation
+
+
 def test_label_renamed_after_load_and_after_click(session: BrowserSession, base_url: str):
     policy = LabelScript(["click('{Submit order}')", "noop()"])
     trajectory = run_episode(session, policy, fixture_task(base_url, "renamed"), HarnessConfig(max_steps=2))

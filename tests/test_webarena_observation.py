@@ -262,3 +262,18 @@ def test_frame_content_changes_are_located(frame_change: str):
     changes = describe_changes(_snap(page(False)), _snap(page(True)))
     where = "iframe [a]" if frame_change == "iframe" else "the main frame"
     assert any(c.startswith(f"new in {where}") for c in changes), changes
+
+
+def test_a_time_field_is_one_text_field_line_not_its_parts():
+    """Chromium shows <input type=time> as an InputTime node whose parts (Hours, Minutes, AM/PM
+    spinbuttons and the picker button) share its id; the model sees one field it can fill."""
+    tree = Tree()
+    field = tree.add(tree.root, "InputTime", "Time", bid="5", value="17:36")
+    for part in ("Hours Hours", "Minutes Minutes", "AM/PM AM/PM"):
+        tree.add(field, "spinbutton", part, bid="5", value="0")
+    tree.add(field, "button", "Show time picker Show time picker", bid="5")
+    day = tree.add(tree.root, "Date", "Date", bid="7")
+    tree.add(day, "spinbutton", "Month Month", bid="7", value="0")
+    obs = tree.build()
+    assert obs.text.splitlines() == ["[5] textbox 'Time' (time) value='17:36'", "[7] textbox 'Date' (date)"]
+    assert obs.elements["5"].role == "textbox" and obs.elements["7"].label == "Date"

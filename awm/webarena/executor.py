@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from awm.actions import ACTION_SETS, Action, render_action
 from awm.gate import ControlInfo
 from awm.trajectory import StepOutcome
+from awm.webarena.field_values import field_value
 from awm.webarena.outcomes import EnvCrashError, ExecResult, looks_like_crash
 from awm.webarena.sanitize import sanitize_text
 
@@ -244,6 +245,12 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
             return _Prepared([], ExecResult(outcome="not_interactable", error=f"{what} {problem}"), target=target)
     if action.name == "fill":
         value = str(action.args.get("value", ""))
+        wire = field_value(target.type, value) if target.tag == "input" else None
+        if wire is not None and wire != value:
+            # A date or time field takes only its own format (`field_values`): 5:36 PM is written 17:36.
+            written = Action(name="fill", args={**action.args, "value": wire})
+            shown = f"wrote '{sanitize_text(value, 40)}' as '{wire}', the format of this {target.type} field"
+            return _Prepared([written], note=shown, target=target)
         if value.endswith("\n") and target.tag != "textarea" and not target.editable:
             typed = Action(name="fill", args={**action.args, "value": value.rstrip("\r\n")})
             pressed = Action(name="press", args={"bid": bid, "key_comb": "Enter"})

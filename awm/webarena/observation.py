@@ -41,6 +41,11 @@ LABEL_AFTER_ROLES = frozenset({"checkbox", "radio", "switch"})
 VALUE_ROLES = frozenset({"textbox", "searchbox", "combobox", "spinbutton", "slider", "ProgressIndicator"})
 OPAQUE_ROLES = frozenset({"textbox", "searchbox", "spinbutton", "slider"})
 SKIPPED_ROLES = frozenset({"InlineTextBox", "LineBreak", "ListMarker"})
+# Chromium's own roles for date and time inputs, shown as the text fields they are: as they come, the
+# input's line is its picker button and its parts are spinbuttons sharing its id (Hours, Minutes, AM/PM),
+# so the role rules refused `fill` on it and the model could not enter a time (enter-time 0/3). The
+# executor writes the value in the field's own format (`awm.webarena.field_values`).
+DATE_TIME_ROLES = {"InputTime": "time", "Date": "date", "DateTime": "date and time"}
 DIALOG_ROLES = frozenset({"dialog", "alertdialog"})
 TEXT_ROLES_WITH_NAME = frozenset({"heading", "image", "img", "alert", "status", "caption", "figure"})
 # Boolean states worth a word on the line (shown only when they hold, except `expanded`).
@@ -236,6 +241,9 @@ class _Builder:
                 label = sanitize_text(name or self.subtree_text(node, 80), self.name_chars)
                 self.dialogs.append(label)
                 self.emit_text(f"{role} '{label}'" if label else role, frame, offscreen)
+            elif role in DATE_TIME_ROLES and bid:
+                self.emit_element(node, "textbox", name, props, bid, frame, offscreen, kind=DATE_TIME_ROLES[role])
+                return  # its parts (spinbuttons, the picker button) are the field itself
             elif role in INTERACTIVE_ROLES or (
                 clickable and role in CLICK_TARGET_ROLES and not self.has_interactive_descendant(node)
             ):
@@ -264,8 +272,10 @@ class _Builder:
         bid: str,
         frame: str,
         offscreen: bool,
+        kind: str = "",
     ) -> str:
-        """Emit one element line; returns the text it covers (so child text is not printed twice)."""
+        """Emit one element line; returns the text it covers (so child text is not printed twice).
+        `kind`: what a field takes when its role does not say (``time``), shown as the line's hint."""
         shown_role = "clickable" if role in ("generic", "none", "presentation") else role
         label_source = name.strip()
         if not label_source and role not in LABEL_BEFORE_ROLES | LABEL_AFTER_ROLES:
@@ -283,7 +293,10 @@ class _Builder:
             flags.append("expanded" if props["expanded"] else "collapsed")
         text = f"[{bid}] {shown_role}" + (f" '{label}'" if label else "")
         hint = ""
-        if not label and bid in self.hints:
+        if kind:
+            hint = f" ({kind})"
+            text += hint
+        elif not label and bid in self.hints:
             hint = f" ({sanitize_text(self.hints[bid], self.name_chars)})"
             text += hint
         if value is not None:
