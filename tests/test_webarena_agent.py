@@ -485,3 +485,25 @@ def test_when_every_choice_is_spent_the_spent_scroll_comes_back_and_the_role_rul
     regex = re.compile(gbnf_to_regex(grammar))
     assert regex.fullmatch("scroll(0, 300)")
     assert not regex.fullmatch("fill('12', 'x')") and not regex.fullmatch("fill('11', 'x')")
+
+
+def test_submit_waits_while_boxes_the_goal_lists_are_unticked() -> None:
+    """Measured: the model ticked one of the boxes the goal listed and clicked Submit (two steps)."""
+    goal = "Select Jc, XMHY and click Submit."
+    text = "[18] checkbox 'Jc', checked\n[24] checkbox 'XMHY'\n[27] checkbox '0QW'\n[36] button 'Submit'"
+    elements = {
+        "18": TargetDesc(role="checkbox", label="Jc"), "24": TargetDesc(role="checkbox", label="XMHY"),
+        "27": TargetDesc(role="checkbox", label="0QW"), "36": TargetDesc(role="button", label="Submit"),
+    }  # fmt: skip
+    p = PageState(text=text, ids=list(elements), elements=elements, url="", goal=goal, fingerprint="fp")
+    with StubLLMServer() as stub:
+        settings = stub_settings(stub)
+        agent = LLMAgent(local_style_client(stub, settings), CharEstimateCounter(), settings=settings)
+        request = agent.build_request(ctx(p, []))[0]
+        done = p.model_copy(update={"text": text.replace("'XMHY'", "'XMHY', checked")})
+        after = agent.build_request(ctx(done, []))[0]
+    assert "Named in the goal and not done yet: [24] checkbox 'XMHY'" in request.messages[1]["content"]
+    regex = re.compile(gbnf_to_regex(request.grammar or ""))
+    assert regex.fullmatch("click('24')") and not regex.fullmatch("click('36')")
+    assert "not done yet" not in after.messages[1]["content"]
+    assert re.compile(gbnf_to_regex(after.grammar or "")).fullmatch("click('36')")

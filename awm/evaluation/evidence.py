@@ -24,7 +24,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
+from awm.goal_values import GoalLiteral, extract_goal_literals, is_whole_value, literal_in, without_quoted
 from awm.trajectory import EpisodeEnd, Step, Trajectory
+
+__all__ = ["GoalLiteral", "extract_goal_literals", "literal_in"]  # read here by the judge's tests too
 
 # Ends that settle the verdict without a model: the harness, not the page or the agent, stopped the
 # episode (loop detector, step or token budget, errors, the rails, or it never finished).
@@ -47,192 +50,6 @@ _END_REASONS = {
 }
 
 # --- the goal's literal values -------------------------------------------------------------------
-
-LiteralKind = Literal["quoted", "date", "time", "number", "name"]
-
-
-@dataclass(frozen=True)
-class GoalLiteral:
-    """One value named in the goal text, which the agent must have used or seen for the goal to be met."""
-
-    text: str
-    kind: LiteralKind
-    # Names listed together ("Select Jc, s6WcI and XMHY") share a group number: one enumeration, one
-    # role in the goal. None: not part of a list.
-    group: int | None = None
-
-    @property
-    def case_sensitive(self) -> bool:
-        """Random-looking codes ("s6WcI", "tN", "x9") must match exactly; words and ALL-CAPS match in any case."""
-        return self.kind == "name" and any(_is_code(word) for word in self.text.split())
-
-
-_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<![\w])'([^']+)'(?![\w])")
-_DATE = re.compile(
-    r"\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b\d{4}-\d{2}-\d{2}\b"
-    r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?(?:, \d{4})?\b"
-)
-# A numbered label: "Tab #1", "Section #2", "Order #000123" (one value, not the number alone).
-_NUMBERED = re.compile(r"\b[A-Z][\w-]*\s+#\s?\d+\b")
-_TIME = re.compile(r"\b\d{1,2}:\d{2}(?:\s?[AaPp]\.?[Mm]\.?)?")
-# A number: optional currency sign, digits with thousands separators and decimals; not an ordinal
-# ("5th"), not glued to letters ("x9", "1LO4eNb" are codes, found as names), not a percentage's sign.
-_NUMBER = re.compile(r"(?<![\w.$])[$€£]?-?\d[\d,]*(?:\.\d+)?(?![\w])%?")
-_ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
-_SENTENCES = re.compile(r"(?<=[.!?;])\s+")
-
-# Words of the instruction itself, never values, even when capitalised at a sentence start
-# ("Select", "Click", "Submit"). Compared in lower case.
-INSTRUCTION_WORDS = frozenset(
-    """
-    a an the and or but then also to from into onto in on at of for by with without as is are be it its this
-    that these those there here i me my you your we our they them their he she his her him please if when
-    what which who whom whose where why how all any each every some
-    add answer book buy cancel change check choose clear click close copy create delete drag draw drop enter
-    expand fill find forward give go hit highlight leave log login logout make mark move navigate open order
-    paste pick press put remove reply resize return scroll search select send set show sign sort star
-    submit switch tell type uncheck use view write
-    button buttons link links field fields text box textbox form list item items tab tabs page option options
-    """.split()
-)
-
-
-def _spans(pattern: re.Pattern[str], text: str) -> Iterator[tuple[int, int, str]]:
-    for m in pattern.finditer(text):
-        value = next((g for g in m.groups() if g), None) if m.groups() else m.group(0)
-        yield m.start(), m.end(), (value or "").strip()
-
-
-def _blank(text: str, start: int, end: int) -> str:
-    """Replace a span by spaces of the same length, so later patterns neither see it nor shift offsets."""
-    return text[:start] + " " * (end - start) + text[end:]
-
-
-def _is_code(word: str) -> bool:
-    """A random-looking token: an upper-case letter after a lower-case one somewhere ("tN", "s6WcI"),
-    or letters mixed with digits ("x9", "1LO4eNb"). Not "Ertha", not "SHG"."""
-    mixed_case = any(c.islower() for c in word) and any(c.isupper() for c in word[1:])
-    mixed_digits = any(c.isdigit() for c in word) and any(c.isalpha() for c in word)
-    return mixed_case or mixed_digits
-
-
-def _is_name_token(word: str) -> bool:
-    """A value-like token: Capitalised ("Ertha"), ALL-CAPS ("SHG"), or a code ("tN", "x9", "1LO4eNb")."""
-    if word.lower() in INSTRUCTION_WORDS or _ORDINAL.fullmatch(word):
-        return False
-    return word[0].isupper() or _is_code(word)
-
-
-def _is_plain_capitalised(word: str) -> bool:
-    return word[:1].isupper() and not _is_code(word) and not word.isupper()
-
-
-_ENUMERATION_GLUE = frozenset({",", "and", "or"})
-_NAME_TOKENS = re.compile(r"[^\W_][\w'&.-]*[^\W_]|[^\W_]|[,:;()]")
-
-
-def _names(text: str) -> Iterator[tuple[str, int]]:
-    """Runs of value-like tokens, each with an enumeration number: "Norfolk Island", "TX", "s6WcI".
-
-    Punctuation ends a run, so "Palm Springs, CA" gives "Palm Springs" and "CA" (each checked on its
-    own); instruction words end a run ("Select Ertha from" gives "Ertha"). Runs separated only by
-    commas, "and" or "or" are one enumeration and share the number. A sentence's first word is
-    capitalised by grammar, not because it is a name, and goals are imperatives ("Pay Bob"), so it is
-    dropped unless it is ALL-CAPS or a code.
-    """
-    group = 0
-    for sentence in _SENTENCES.split(text):
-        first = True
-        run: list[str] = []
-        gap: list[str] | None = None  # the tokens since the last run ended; None: no run yet
-        for found in [*_NAME_TOKENS.findall(sentence), ";"]:
-            word = found[:-2] if found.endswith(("'s", "’s")) else found  # "José's" names José
-            skip, first = first and _is_plain_capitalised(word), False
-            if word[:1].isalnum() and not skip and _is_name_token(word):
-                if not run and not (gap and all(t in _ENUMERATION_GLUE for t in gap)):
-                    group += 1
-                run.append(word)
-                continue
-            if run:
-                yield " ".join(run), group
-                run, gap = [], []
-            if gap is not None:
-                gap.append(word.lower())
-
-
-def extract_goal_literals(goal: str) -> list[GoalLiteral]:
-    """The literal values a goal names, in order, without duplicates.
-
-    What counts, in this order (each pass blanks what it took, so a date is not also three numbers):
-    quoted strings ("...", '...', curly quotes); dates (03/17/2016, 2016-03-17, "March 5, 2016");
-    numbered labels ("Tab #1"); times (10:30 PM); numbers ($12.50, 1,200, 42; not ordinals like "5th"); and names: runs of
-    Capitalised, ALL-CAPS or mixed letter-digit tokens that are not instruction words ("Select",
-    "Submit", "the"). Plain lower-case words are never values: "log in as alice" gives nothing, which
-    errs towards asking the model rather than towards a false failure.
-
-    >>> [x.text for x in extract_goal_literals('Select 03/17/2016 as the date and hit submit.')]
-    ['03/17/2016']
-    >>> [x.text for x in extract_goal_literals('Click on the "cancel" button.')]
-    ['cancel']
-    """
-    text = goal
-    found: list[GoalLiteral] = []
-    passes = ((_QUOTED, "quoted"), (_DATE, "date"), (_NUMBERED, "name"), (_TIME, "time"), (_NUMBER, "number"))
-    for pattern, kind in passes:
-        for start, end, value in list(_spans(pattern, text)):
-            if value:
-                found.append(GoalLiteral(value, kind))  # type: ignore[arg-type]
-            text = _blank(text, start, end)
-    names = list(_names(text))
-    sizes = {g: sum(1 for _, h in names if h == g) for _, g in names}
-    found += [GoalLiteral(name, "name", g if sizes[g] > 1 else None) for name, g in names]
-    unique: dict[str, GoalLiteral] = {}
-    for item in found:
-        unique.setdefault(item.text.casefold(), item)
-    return list(unique.values())
-
-
-# --- matching ------------------------------------------------------------------------------------
-
-
-# Glyphs a goal names by their look, which the accessibility tree names by their job: the "x" of a
-# dialog is a button 'Close'.
-GLYPH_NAMES: dict[str, tuple[str, ...]] = {"x": ("close", "×", "✕", "✖"), "×": ("close", "x")}
-
-
-def _variants(literal: GoalLiteral) -> list[str]:
-    """Spellings that count as the same value: a date with or without zero padding, a number without
-    its currency sign or thousands separators, a glyph by its accessible name ("x" and 'Close')."""
-    t = literal.text
-    out = [t, *GLYPH_NAMES.get(t.casefold(), ())]
-    if literal.kind == "date" and "/" in t:
-        parts = t.split("/")
-        out.append("/".join(p.lstrip("0") or "0" for p in parts))
-    if literal.kind == "number":
-        bare = t.lstrip("$€£").rstrip("%")
-        out += [bare, bare.replace(",", "")]
-    return list(dict.fromkeys(v for v in out if v))
-
-
-def _normalise(text: str) -> str:
-    return " ".join(text.split())
-
-
-def literal_in(literal: GoalLiteral, text: str) -> bool:
-    """Whether `literal` occurs in `text` as a whole value (word boundaries; whitespace collapsed).
-
-    "5" is not in "15", "CA" is not in "Cancel"; codes match case-sensitively, words in any case.
-    """
-    haystack = _normalise(text)
-    flags = 0 if literal.case_sensitive else re.IGNORECASE
-    for variant in _variants(literal):
-        needle = re.escape(_normalise(variant))
-        left = r"(?<![\w])" if variant[:1].isalnum() else ""
-        right = r"(?![\w])" if variant[-1:].isalnum() else ""
-        if re.search(left + needle + right, haystack, flags):
-            return True
-    return False
-
 
 # --- where the agent used or saw a value ---------------------------------------------------------
 
@@ -367,13 +184,6 @@ CONTROL_ROLES = frozenset(
 _CONTROL_LINE = re.compile(r"\s*\[[^\]\s]+\]\s+([\w-]+)\s+'(.*?)'(?:,|\s|$)")
 
 
-def _is_whole(literal: GoalLiteral, label: str) -> bool:
-    """Whether `label` is exactly the value (one of its spellings), in its case rule."""
-    if literal.case_sensitive:
-        return label in _variants(literal)
-    return label.casefold() in {v.casefold() for v in _variants(literal)}
-
-
 def _offered_control(literal: GoalLiteral, trajectory: Trajectory) -> str | None:
     """The first control of a page the agent saw (or the final page) whose whole label is the value.
 
@@ -390,7 +200,7 @@ def _offered_control(literal: GoalLiteral, trajectory: Trajectory) -> str | None
             if match is None or match.group(1).lower() not in CONTROL_ROLES:
                 continue
             label = " ".join(match.group(2).split())
-            if _is_whole(literal, label):
+            if is_whole_value(literal, label):
                 return f"{match.group(1)} '{label}'"
     return None
 
@@ -473,9 +283,7 @@ def required_actions(goal: str) -> list[str]:
     >>> required_actions("Expand the sections below, to find and click on the link 'vel'.")
     ['expand', 'click']
     """
-    text = goal
-    for start, end, _ in list(_spans(_QUOTED, text)):
-        text = _blank(text, start, end)
+    text = without_quoted(goal)
     verbs: list[str] = []
     at_start = True
     for token in _GOAL_TOKENS.findall(text):

@@ -138,9 +138,16 @@ def history_entry(step: Step) -> str:
 
 
 def observation_text(
-    page_text: str, url: str = "", *, feedback: str = "", retry_error: str = "", thought: bool = False
+    page_text: str,
+    url: str = "",
+    *,
+    feedback: str = "",
+    retry_error: str = "",
+    thought: bool = False,
+    pending: str = "",
 ) -> str:
-    """The current page, then (when set) what the last action did and why the last answer was refused.
+    """The current page, then (when set) what the goal names that is not done yet (`pending`), what the
+    last action did and why the last answer was refused.
 
     A refused answer is shown with its exact error, last, right before the model answers: at
     temperature 0 the same prompt gives the same answer, so a retry must change the prompt.
@@ -149,6 +156,8 @@ def observation_text(
     # (and its hash) differ from one machine to the next.
     shown = url if url.startswith(("http://", "https://")) else ""
     parts = ["## Current page" + (f" ({shown})" if shown else ""), page_text.strip()]
+    if pending:
+        parts.append(pending)
     if feedback:
         parts.append(f"## Last action result\n{feedback.strip()}")
     if retry_error:
@@ -173,17 +182,21 @@ def build_parts(
     retry_error: str = "",
     runnable: bool = False,
     thought: bool = False,
+    pending: str = "",
 ) -> PromptParts:
     """Everything one step wants to say, before `fit_prompt` shrinks it to the context window.
     `runnable`: the memory offers workflows to call (`run_workflow`), not text to adapt; `thought`: the
-    answer starts with a thought line (what a refused answer is told to send again)."""
+    answer starts with a thought line (what a refused answer is told to send again); `pending`: the goal's
+    controls on this page not done yet (`awm.webarena.goal_progress`)."""
     return PromptParts(
         system=system,
         memory=list(memory),
         goal=goal_text(goal),
         # A workflow's sub-steps stay out: the calling step's result says how far it ran.
         history=[history_entry(s) for s in history if s.called_by is None],
-        observation=observation_text(page_text, url, feedback=feedback, retry_error=retry_error, thought=thought),
+        observation=observation_text(
+            page_text, url, feedback=feedback, retry_error=retry_error, thought=thought, pending=pending
+        ),
         memory_header=RUNNABLE_HEADER if runnable else MEMORY_HEADER,
         history_header=HISTORY_HEADER,
     )
