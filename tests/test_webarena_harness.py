@@ -119,6 +119,17 @@ def test_a_time_or_date_is_written_in_the_field_s_own_format(session: BrowserSes
     assert "time 17:36" in last.observation and "date 2016-12-31" in last.observation
 
 
+def test_a_click_on_an_option_of_a_multiple_list_adds_it_as_ctrl_click_does(session: BrowserSession, base_url: str):
+    """Measured on click-scroll-list: a click that replaced the choice undid the option chosen before."""
+    policy = LabelScript(["click('{Ertha}')", "click('{Aurel}')", "click('{Ertha}')", "noop()"])
+    trajectory = run_episode(session, policy, fixture_task(base_url, "multiselect"), HarnessConfig(max_steps=4))
+    first, second, third, last = trajectory.steps
+    assert [s.outcome for s in (first, second, third)] == ["ok"] * 3, [s.error for s in trajectory.steps]
+    assert "added 'Aurel' in the list" in second.feedback and "chosen now: Ertha, Aurel" in second.feedback
+    assert "chosen ertha+aurel" in third.observation
+    assert "took away 'Ertha'" in third.feedback and "chosen aurel" in last.observation
+
+
 def test_label_renamed_after_load_and_after_click(session: BrowserSession, base_url: str):
     policy = LabelScript(["click('{Submit order}')", "noop()"])
     trajectory = run_episode(session, policy, fixture_task(base_url, "renamed"), HarnessConfig(max_steps=2))

@@ -74,6 +74,9 @@ _INSPECT_JS = r"""
     editable: e.isContentEditable === true,
     select_bid: select ? select.getAttribute('bid') : null,
     option_label: tag === 'option' ? (e.label || e.textContent || '').trim() : null,
+    select_multiple: select ? select.multiple : false,
+    option_selected: tag === 'option' ? e.selected : false,
+    selected_options: select ? Array.from(select.selectedOptions).map(o => (o.label || o.textContent || '').trim()) : [],
   };
 }
 """
@@ -107,6 +110,9 @@ class _Target(ControlInfo, frozen=True):
     editable: bool = False
     select_bid: str | None = None
     option_label: str | None = None
+    select_multiple: bool = False  # the option's <select> takes several choices
+    option_selected: bool = False
+    selected_options: list[str] = []  # the labels its <select> has chosen now
 
 
 def locate(page: Any, bid: str) -> Any | None:
@@ -229,8 +235,20 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
     if action.name == "click" and target.tag == "option" and target.select_bid:
         # A native <select>'s options cannot be clicked; choose the option through its select instead.
         label = target.option_label or ""
-        action = Action(name="select_option", args={"bid": target.select_bid, "options": label})
-        note = f"chose '{sanitize_text(label, 40)}' in the dropdown [{target.select_bid}] with select_option"
+        shown = sanitize_text(label, 40)
+        if target.select_multiple:
+            # In a list that takes several choices a click adds the option, or takes a chosen one away, as
+            # Ctrl+click does: replacing the choice undid the one before (click-scroll-list: the model chose
+            # Ertha, then Aurel, and only Aurel was left).
+            kept = [o for o in target.selected_options if o != label]
+            chosen: str | list[str] = kept if target.option_selected else [*kept, label]
+            verb = "took away" if target.option_selected else "added"
+            now = sanitize_text(", ".join(chosen), 120) or "none"
+            note = f"{verb} '{shown}' in the list [{target.select_bid}]; chosen now: {now}"
+        else:
+            chosen = label
+            note = f"chose '{shown}' in the dropdown [{target.select_bid}] with select_option"
+        action = Action(name="select_option", args={"bid": target.select_bid, "options": chosen})
         inner = _prepare(session, action)
         return _Prepared(inner.actions, inner.early, note, inner.target)
     if ACTION_SETS["browser"][action.name].needs_interactable:
