@@ -1,10 +1,10 @@
-"""The goal's own controls on a page, which are not done yet, and which buttons wait for them (pure)."""
+"""The goal's own controls on a page, which are not done yet, and which ids wait for them (pure)."""
 
 from __future__ import annotations
 
 from awm.trajectory import Step, TargetDesc
 from awm.webarena.env import PageState
-from awm.webarena.goal_progress import pending_goal_controls, pending_text, waiting_ids
+from awm.webarena.goal_progress import GoalGuidance, guidance, named_links
 
 GOAL = "Select Jc, s6WcI, XMHY and click Submit."
 
@@ -17,7 +17,10 @@ def page(lines: list[tuple[str, str, str, str]], goal: str = GOAL) -> PageState:
 
 
 def clicked(label: str, role: str = "checkbox", outcome: str = "ok") -> Step:
-    return Step(index=0, action={"name": "click", "args": {"bid": "x"}}, target=TargetDesc(role=role, label=label), outcome=outcome)
+    return Step(
+        index=0, action={"name": "click", "args": {"bid": "x"}}, target=TargetDesc(role=role, label=label),
+        outcome=outcome,
+    )  # fmt: skip
 
 
 BOXES = [
@@ -30,28 +33,38 @@ BOXES = [
 
 
 def test_boxes_the_goal_lists_are_pending_until_they_show_checked() -> None:
-    p = page(BOXES)
-    pending = pending_goal_controls(p, GOAL, [clicked("Jc")])  # clicked, but it does not show checked
-    assert [c.bid for c in pending] == ["18", "24"]  # s6WcI shows checked; 0QW is not in the goal
-    assert pending_text(pending) == "Named in the goal and not done yet: [18] checkbox 'Jc'; [24] checkbox 'XMHY'"
-    assert waiting_ids(p, GOAL, pending) == {"36"}  # Submit waits
+    state = guidance(page(BOXES), GOAL, [clicked("Jc")])  # clicked, but it does not show checked
+    assert [c.bid for c in state.pending] == ["18", "24"]  # s6WcI shows checked; 0QW is not in the goal
+    assert state.note == "Named in the goal and not done yet: [18] checkbox 'Jc'; [24] checkbox 'XMHY'"
+    assert state.waiting == {"36"}  # Submit waits
     done = page([(b, r, lab, "checked" if r == "checkbox" and lab != "0QW" else f) for b, r, lab, f in BOXES])
-    assert pending_goal_controls(done, GOAL, []) == [] and waiting_ids(done, GOAL, []) == set()
-    assert pending_text([]) == ""
+    assert guidance(done, GOAL, []) == guidance(page(BOXES), "Click Submit.", []) == GoalGuidance([], set(), "")
 
 
-def test_a_link_or_button_the_goal_names_is_done_once_an_action_acted_on_it() -> None:
+def test_a_button_the_goal_names_is_done_once_an_action_acted_on_it() -> None:
     goal = "Click button ONE, then click button TWO."
     p = page([("5", "button", "ONE", ""), ("6", "button", "TWO", ""), ("7", "button", "Reset", "")], goal)
-    assert [c.label for c in pending_goal_controls(p, goal, [])] == ["ONE", "TWO"]
-    history = [clicked("ONE", "button"), clicked("TWO", "button", outcome="not_interactable")]
-    pending = pending_goal_controls(p, goal, history)
-    assert [c.label for c in pending] == ["TWO"]  # a failed click did not do it
-    assert waiting_ids(p, goal, pending) == {"7"}  # the goal's own buttons never wait
+    assert [c.label for c in guidance(p, goal, []).pending] == ["ONE", "TWO"]
+    state = guidance(p, goal, [clicked("ONE", "button"), clicked("TWO", "button", outcome="not_interactable")])
+    assert [c.label for c in state.pending] == ["TWO"]  # a failed click did not do it
+    assert state.waiting == {"7"}  # the goal's own buttons never wait
 
 
 def test_only_whole_labels_count_and_text_fields_never() -> None:
     goal = 'Find the email by Anne and reply with "Thanks".'
     p = page([("3", "clickable", "Anne Ullamcorper, re: lunch", ""), ("4", "textbox", "Thanks", ""), ("9", "button", "Send", "")], goal)
-    assert pending_goal_controls(p, goal, []) == []
-    assert pending_goal_controls(page(BOXES, "Click Submit."), "Click Submit.", []) == []  # no values at all
+    assert guidance(p, goal, []).pending == [] and guidance(p, goal, []).waiting == set()
+
+
+def test_a_link_the_goal_names_is_the_only_word_to_click_and_its_absence_is_said() -> None:
+    """Measured: the model opened one section, did not find the named link, and clicked another word."""
+    goal = 'Expand the sections below, to find and click on the link "vel".'
+    assert named_links(goal) == ["vel"] and named_links('Enter "Kasie" and press "Search".') == []
+    words = [("16", "tab", "Section #1", "collapsed"), ("31", "tab", "Section #3", "expanded"),
+             ("34", "clickable", "Justo", ""), ("36", "clickable", "ultricies.", "")]  # fmt: skip
+    away = guidance(page(words, goal), goal, [])
+    assert away.waiting == {"34", "36"}  # the sections stay: they are how to find it
+    assert away.note == "The link 'vel' named in the goal is not on this page: look for it elsewhere."
+    here = guidance(page([*words, ("38", "clickable", "vel,", "")], goal), goal, [])  # a trailing comma
+    assert [c.bid for c in here.pending] == ["38"] and here.waiting == {"34", "36"}
+    assert here.note == "Named in the goal and not done yet: [38] clickable 'vel,'"

@@ -24,7 +24,7 @@ from awm.tokens import TokenCounter, fit_prompt
 from awm.webarena import prompts
 from awm.webarena.env import PageState, is_live
 from awm.webarena.fingerprint import ControlState
-from awm.webarena.goal_progress import pending_goal_controls, pending_text, waiting_ids
+from awm.webarena.goal_progress import guidance
 from awm.webarena.harness import Decision, DecisionContext, finish_action, page_targets
 from awm.webarena.workflow_run import CallableWorkflow, call_text, callable_workflows, catalog
 
@@ -256,7 +256,7 @@ class LLMAgent:
         workflows = self._workflows_for(goal)
         callables = self._callables_for(goal)
         shown_calls = {w.name: call_text(callables[w.name]) for w in workflows if w.name in callables}
-        pending = pending_goal_controls(page, goal, ctx.history)
+        goal_state = guidance(page, goal, ctx.history)
         parts = prompts.build_parts(
             system=prompts.system_text(
                 names, workflows=bool(shown_calls), ending=live, target_first=self.target_first, thought=self.thought
@@ -270,7 +270,7 @@ class LLMAgent:
             retry_error=ctx.retry_error or "",
             runnable=bool(shown_calls),
             thought=self.thought,
-            pending=pending_text(pending),
+            pending=goal_state.note,
         )
         # PromptTooLargeError propagates: the harness ends the episode as `context_overflow`.
         fitted = fit_prompt(
@@ -294,9 +294,9 @@ class LLMAgent:
                     page_targets(page).ids_for, page.ids, ctx.history, page.text, page.fingerprint, live=live
                 )
                 ids_for = without_undoing_clicks(ids_for, page)
-                if waiting := waiting_ids(page, goal, pending):
-                    # Buttons wait while the goal's own controls are left (`goal_progress`): Submit early
-                    # ends the task half done.
+                if waiting := goal_state.waiting:
+                    # What waits for the goal's own controls (`goal_progress`): Submit early ends the task
+                    # half done; another word than the link the goal names ends it wrong.
                     ids_for = {
                         **ids_for,
                         **{n: [i for i in ids_for.get(n, page.ids) if i not in waiting] for n in ("click", "press")},

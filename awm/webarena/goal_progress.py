@@ -17,6 +17,7 @@ their labels name fields, not values.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -34,6 +35,8 @@ PICKED_ROLES = frozenset(
 )  # fmt: skip
 # Roles of the controls that wait while goal controls are left: what submits or moves the task on.
 WAITING_ROLES = frozenset({"button"})
+# Roles that wait when the goal names a link by its text: the other links and clickable words.
+LINK_ROLES = frozenset({"link", "clickable"})
 
 
 @dataclass(frozen=True)
@@ -47,6 +50,19 @@ class GoalControl:
 
     def render(self) -> str:
         return f"[{self.bid}] {self.role} '{self.label}'"
+
+
+_EDGE_PUNCTUATION = ".,;:!?"
+
+
+def _names(literal: GoalLiteral, label: str) -> bool:
+    """Whether `label` is the value as a whole, spaces collapsed and a word's trailing comma or full
+    stop ignored on either side (a link's text 'vel,' is the goal's "vel")."""
+    label = " ".join(label.split())
+    if is_whole_value(literal, label):
+        return True
+    bare = GoalLiteral(literal.text.strip(_EDGE_PUNCTUATION), literal.kind, literal.group)
+    return bool(bare.text) and is_whole_value(bare, label.strip(_EDGE_PUNCTUATION))
 
 
 def _flags(page: PageState, bid: str) -> tuple[str, ...]:
@@ -65,7 +81,7 @@ def goal_controls(page: PageState, literals: Sequence[GoalLiteral]) -> list[Goal
         desc = page.elements.get(bid)
         if desc is None or desc.role not in PICKED_ROLES:
             continue
-        literal = next((x for x in literals if is_whole_value(x, " ".join(desc.label.split()))), None)
+        literal = next((x for x in literals if _names(x, desc.label)), None)
         if literal is not None:
             found.append(GoalControl(bid, desc.role, desc.label, literal))
     return found
@@ -80,7 +96,7 @@ def _done(control: GoalControl, page: PageState, history: Sequence[Step]) -> boo
     if "selected" in flags:
         return True
     return any(
-        step.outcome == "ok" and step.target is not None and is_whole_value(control.literal, step.target.label)
+        step.outcome == "ok" and step.target is not None and _names(control.literal, step.target.label)
         for step in history
         if step.called_by is None
     )
@@ -94,23 +110,63 @@ def pending_goal_controls(page: PageState, goal: str, history: Sequence[Step]) -
     return [c for c in goal_controls(page, literals) if not _done(c, page, history)]
 
 
-def waiting_ids(page: PageState, goal: str, pending: Sequence[GoalControl]) -> set[str]:
-    """Buttons that wait while goal controls are pending: every button whose label is not itself one of
-    the goal's values (a goal that says "click ONE, then TWO" names its buttons)."""
-    if not pending:
-        return set()
+# A link the goal names by its text: 'click on the link "vel"', 'the link labeled "et"'.
+_NAMED_LINK = re.compile(
+    r"\blinks?\s+(?:(?:labell?ed|named|called|with the text)\s+)?[\"“']([^\"”']+)[\"”']", re.IGNORECASE
+)
+
+
+def named_links(goal: str) -> list[str]:
+    """The texts of the links a goal names ('find and click on the link "vel"' -> ['vel'])."""
+    return [m.group(1).strip() for m in _NAMED_LINK.finditer(goal) if m.group(1).strip()]
+
+
+@dataclass(frozen=True)
+class GoalGuidance:
+    """What the goal's values say about this page: controls not done yet, the ids that wait, the note."""
+
+    pending: list[GoalControl]
+    waiting: set[str]
+    note: str
+
+
+def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidance:
+    """Goal controls not done yet and what waits for them:
+
+    - while any is pending, every button whose label is not itself a goal value waits (Submit, OK);
+    - when the goal names a link by its text, every other link and clickable word waits: the named one
+      is the only one to click, and while it is not on the page, what is left (tabs, sections, buttons)
+      is how to find it.
+
+    Why the second: measured on the development split, the model expanded one section, did not find
+    the link the goal named, and clicked another word, which ends the task (click-collapsible-2,
+    click-tab-2, click-link).
+    """
     literals = extract_goal_literals(goal)
+    if not literals:
+        return GoalGuidance([], set(), "")
+    pending = [c for c in goal_controls(page, literals) if not _done(c, page, history)]
+    waiting = _other_ids(page, literals, WAITING_ROLES) if pending else set()
+    links = [GoalLiteral(text, "quoted") for text in named_links(goal)]
+    notes = (
+        ["Named in the goal and not done yet: " + "; ".join(c.render() for c in pending)] if pending else []
+    )
+    if links:
+        waiting |= _other_ids(page, links, LINK_ROLES)
+        shown = {c.literal.text.casefold() for c in goal_controls(page, links)}
+        missing = [x.text for x in links if x.text.casefold() not in shown]
+        if missing:
+            quoted = ", ".join(f"'{text}'" for text in missing)
+            notes.append(f"The link {quoted} named in the goal is not on this page: look for it elsewhere.")
+    return GoalGuidance(pending, waiting, "\n".join(notes))
+
+
+def _other_ids(page: PageState, literals: Sequence[GoalLiteral], roles: frozenset[str]) -> set[str]:
+    """Ids of the page's elements of `roles` whose label is none of `literals`."""
     return {
         bid
         for bid in page.ids
         if (desc := page.elements.get(bid)) is not None
-        and desc.role in WAITING_ROLES
-        and not any(is_whole_value(x, " ".join(desc.label.split())) for x in literals)
+        and desc.role in roles
+        and not any(_names(x, desc.label) for x in literals)
     }
-
-
-def pending_text(pending: Sequence[GoalControl]) -> str:
-    """The observation's note on what the goal names and the page shows that is not done yet."""
-    if not pending:
-        return ""
-    return "Named in the goal and not done yet: " + "; ".join(c.render() for c in pending)
