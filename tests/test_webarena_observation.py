@@ -277,3 +277,17 @@ def test_a_time_field_is_one_text_field_line_not_its_parts():
     obs = tree.build()
     assert obs.text.splitlines() == ["[5] textbox 'Time' (time) value='17:36'", "[7] textbox 'Date' (date)"]
     assert obs.elements["5"].role == "textbox" and obs.elements["7"].label == "Date"
+
+
+def test_an_icon_without_a_name_says_which_row_it_is_in():
+    """Measured on email-inbox-delete: trash icons differ only by the e-mail row they are in."""
+    tree = Tree()
+    for bid, sender in (("18", "Anne"), ("28", "Misty")):
+        row = tree.add(tree.root, "generic", "", bid=bid, clickable=True)
+        tree.text(row, f"{sender} Ut. Ultrices")
+        tree.add(row, "image", "", bid=str(int(bid) + 8), clickable=True)
+    strings = ["bid", "26", "class", "trash", "36"]
+    snapshot = {"strings": strings, "documents": [{"nodes": {"attributes": [[0, 1, 2, 3], [0, 4, 2, 3]]}}]}
+    lines = tree.build(dom_snapshot=snapshot).text.splitlines()
+    assert lines[1] == "[26] image (class=trash, in 'Anne Ut. Ultrices')"
+    assert lines[3] == "[36] image (class=trash, in 'Misty Ut. Ultrices')"
