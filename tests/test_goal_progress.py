@@ -68,3 +68,30 @@ def test_a_link_the_goal_names_is_the_only_word_to_click_and_its_absence_is_said
     here = guidance(page([*words, ("38", "clickable", "vel,", "")], goal), goal, [])  # a trailing comma
     assert [c.bid for c in here.pending] == ["38"] and here.waiting == {"34", "36"}
     assert here.note == "Named in the goal and not done yet: [38] clickable 'vel,'"
+
+
+def filled(value: str) -> Step:
+    return Step(index=0, action={"name": "fill", "args": {"bid": "20", "value": value}}, outcome="ok")
+
+
+def test_a_value_to_type_holds_the_buttons_until_it_is_typed_or_shown() -> None:
+    """Measured on multi-layouts: Search clicked before the director and the year were typed."""
+    goal = "Search for crime movies directed by Holcomb from year 2010."
+    form = [("17", "textbox", "Genre", ""), ("20", "textbox", "Director", ""), ("23", "button", "Search", "")]
+    state = guidance(page(form, goal), goal, [])
+    assert state.waiting == {"23"} and state.note == "Values in the goal not typed yet: 'Holcomb', '2010'"
+    typed = page([("17", "textbox", "Genre", ""), ("20", "textbox", "Director", "")] + form[2:], goal)
+    typed = typed.model_copy(update={"text": typed.text.replace("'Director'", "'Director' value='2010'")})
+    assert guidance(typed, goal, [filled("HOLCOMB")]).waiting == set()  # typed in any case, or shown
+    assert guidance(page(form[2:], goal), goal, []).waiting == set()  # no empty field: nothing to type into
+
+
+def test_part_of_a_word_counts_as_typed_and_a_value_seen_on_a_page_is_not_one_to_type() -> None:
+    goal = 'Enter an item that starts with "Ant" and ends with "ary".'
+    field = page([("5", "textbox", "", ""), ("6", "button", "Submit", "")], goal)
+    assert guidance(field, goal, [filled("Antiquary")]).waiting == set()
+    assert guidance(field, goal, [filled("Ant")]).note == "Values in the goal not typed yet: 'ary'"
+    goal = "Find the email by Anne and forward it to Alfi."
+    inbox = Step(index=0, observation="[18] clickable 'Anne Ullamcorper'", outcome="ok")
+    forward = page([("85", "textbox", "to:", ""), ("81", "button", "Send", "")], goal)
+    assert guidance(forward, goal, [inbox]).note == "Values in the goal not typed yet: 'Alfi'"

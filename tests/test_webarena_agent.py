@@ -38,12 +38,16 @@ TASK = Task(task_id="browsergym/miniwob.login-user", scope="miniwob/login-user",
 GOAL = 'Enter the username "kanesha" and the password "x9" into the text fields and press login.'
 
 
-def page(ids: list[str], *, extra: str = "") -> PageState:
+# A goal that names no values: nothing on the page waits for one (`goal_progress`).
+PLAIN_GOAL = "Log in with the account written on the card and press the button."
+
+
+def page(ids: list[str], *, extra: str = "", goal: str = GOAL) -> PageState:
     elements = {
         i: TargetDesc(role="textbox" if n < 2 else "button", label=f"field {n}") for n, i in enumerate(ids)
     }
     text = "\n".join(f"[{i}] {d.role} '{d.label}'" for i, d in elements.items()) + extra
-    return PageState(text=text, ids=ids, elements=elements, url="", goal=GOAL, fingerprint=f"fp-{len(text)}")
+    return PageState(text=text, ids=ids, elements=elements, url="", goal=goal, fingerprint=f"fp-{len(text)}")
 
 
 def past_step(index: int, action: str, feedback: str) -> Step:
@@ -188,7 +192,7 @@ def test_a_topk_view_is_narrowed_by_the_goal_once_and_each_decision_names_what_i
 
 
 def test_grammar_is_sent_only_to_the_local_backend_and_kept_on_retry() -> None:
-    p = page(["11", "12", "13"])
+    p = page(["11", "12", "13"], goal=PLAIN_GOAL)
     with StubLLMServer(default=Reply(text="go\nclick('13')")) as stub:
         settings = stub_settings(stub)
         hosted = LLMAgent(make_client(settings), CharEstimateCounter(), settings=settings, memory=None)
@@ -219,7 +223,7 @@ def test_the_answer_is_the_action_alone_unless_a_thought_is_asked_for() -> None:
     """Measured: asked for a thought line, the 1.5B model wrote its plan there (`fill[19], press[20]`)
     and then copied the plan's first step, already done, as its action; asked for the action alone it
     pressed Login. The instructions, the grammar and a refused answer's retry text all say the same."""
-    p = page(["11", "12", "13"])
+    p = page(["11", "12", "13"], goal=PLAIN_GOAL)
     refused = "id_not_on_page: element '99' is not on the current page"
     with StubLLMServer() as stub:
         settings = stub_settings(stub)
@@ -241,7 +245,7 @@ def test_the_answer_is_the_action_alone_unless_a_thought_is_asked_for() -> None:
 def test_local_grammar_lets_fill_reach_text_fields_only() -> None:
     """The measured failure: after filling the form, the 1.5B model called fill() on the Submit button
     until the loop stop. Under the role-aware grammar that answer cannot be decoded."""
-    p = page(["11", "12", "13"])  # two textboxes, then the button
+    p = page(["11", "12", "13"], goal=PLAIN_GOAL)  # two textboxes, then the button
     with StubLLMServer() as stub:
         settings = stub_settings(stub)
         role_aware = LLMAgent(
@@ -427,7 +431,7 @@ def test_real_local_model_reaches_an_executed_action_on_click_test(local_llm, tm
 
 
 def test_target_first_asks_for_the_element_as_the_page_lists_it_then_its_action() -> None:
-    p = page(["11", "12", "13"])
+    p = page(["11", "12", "13"], goal=PLAIN_GOAL)
     with StubLLMServer() as stub:
         settings = stub_settings(stub)
         agent = LLMAgent(

@@ -291,3 +291,13 @@ def test_an_icon_without_a_name_says_which_row_it_is_in():
     lines = tree.build(dom_snapshot=snapshot).text.splitlines()
     assert lines[1] == "[26] image (class=trash, in 'Anne Ut. Ultrices')"
     assert lines[3] == "[36] image (class=trash, in 'Misty Ut. Ultrices')"
+
+
+def test_a_word_drawn_a_letter_at_a_time_is_one_line_and_labels_nothing():
+    """Measured on text-transform: one letter a line, and the field took the last letter as its label."""
+    tree = Tree()
+    for letter in "LO4e":
+        tree.text(tree.root, letter)
+    tree.add(tree.root, "textbox", "", bid="19")
+    tree.text(tree.root, "x")  # a lone letter stays as it is
+    assert tree.build().text.splitlines() == ["LO4e", "[19] textbox", "x"]

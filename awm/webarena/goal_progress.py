@@ -21,8 +21,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from awm.actions import TOGGLE_ROLES
-from awm.goal_values import GoalLiteral, extract_goal_literals, is_whole_value
+from awm.actions import TEXT_ENTRY_ROLES, TOGGLE_ROLES
+from awm.goal_values import GoalLiteral, extract_goal_literals, is_whole_value, literal_in
 from awm.trajectory import Step
 from awm.webarena.env import PageState
 
@@ -33,8 +33,9 @@ PICKED_ROLES = frozenset(
         "menuitemcheckbox", "menuitemradio", "clickable", "listitem", "cell", "gridcell",
     }
 )  # fmt: skip
-# Roles of the controls that wait while goal controls are left: what submits or moves the task on.
-WAITING_ROLES = frozenset({"button"})
+# Roles of the controls that wait while goal controls or values are left: what submits or moves the task
+# on (a clickable box with a handler is a page's own button: multi-layouts' Search is one).
+WAITING_ROLES = frozenset({"button", "clickable"})
 # Roles that wait when the goal names a link by its text: the other links and clickable words.
 LINK_ROLES = frozenset({"link", "clickable"})
 
@@ -133,24 +134,44 @@ class GoalGuidance:
 def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidance:
     """Goal controls not done yet and what waits for them:
 
-    - while any is pending, every button whose label is not itself a goal value waits (Submit, OK);
+    - while any is pending, every button or clickable box whose label is not itself a goal value waits
+      (Submit, OK);
     - when the goal names a link by its text, every other link and clickable word waits: the named one
       is the only one to click, and while it is not on the page, what is left (tabs, sections, buttons)
-      is how to find it.
+      is how to find it;
+    - while a value the goal names is neither a control here, nor typed yet (no action used it and no
+      field shows it), nor shown on any page so far (then it says where to look: "the email by Anne"),
+      and the page has an empty text field, every button or clickable box that is not a goal value waits.
 
     Why the second: measured on the development split, the model expanded one section, did not find
     the link the goal named, and clicked another word, which ends the task (click-collapsible-2,
-    click-tab-2, click-link).
+    click-tab-2, click-link). Why the third: it clicked Search on a form before typing the director and
+    the year the goal named (multi-layouts).
     """
     literals = extract_goal_literals(goal)
     if not literals:
         return GoalGuidance([], set(), "")
-    pending = [c for c in goal_controls(page, literals) if not _done(c, page, history)]
-    waiting = _other_ids(page, literals, WAITING_ROLES) if pending else set()
+    controls = goal_controls(page, literals)
+    pending = [c for c in controls if not _done(c, page, history)]
+    named_here = {c.literal for c in controls}
+    pages = [s.observation.replace(goal, " ") for s in history] + [page.text.replace(goal, " ")]
+    untyped = [
+        x
+        for x in literals
+        if x not in named_here
+        and not _typed(x, page, history)
+        and not any(literal_in(x, text) for text in pages)
+    ]
+    if not _has_empty_field(page):
+        untyped = []
+    waiting = _other_ids(page, literals, WAITING_ROLES) if pending or untyped else set()
     links = [GoalLiteral(text, "quoted") for text in named_links(goal)]
     notes = (
         ["Named in the goal and not done yet: " + "; ".join(c.render() for c in pending)] if pending else []
     )
+    if untyped:
+        in_goal_order = sorted(untyped, key=lambda x: goal.find(x.text))
+        notes.append("Values in the goal not typed yet: " + ", ".join(f"'{x.text}'" for x in in_goal_order))
     if links:
         waiting |= _other_ids(page, links, LINK_ROLES)
         shown = {c.literal.text.casefold() for c in goal_controls(page, links)}
@@ -159,6 +180,51 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
             quoted = ", ".join(f"'{text}'" for text in missing)
             notes.append(f"The link {quoted} named in the goal is not on this page: look for it elsewhere.")
     return GoalGuidance(pending, waiting, "\n".join(notes))
+
+
+def _action_values(step: Step) -> list[str]:
+    """The text an executed action entered or chose (fill's value, select_option's options, keys)."""
+    args = step.action.get("args") if step.action else None
+    if step.outcome != "ok" or not isinstance(args, dict):
+        return []
+    out: list[str] = []
+    for name, value in args.items():
+        if name == "bid":
+            continue
+        out += [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    return out
+
+
+def _typed(literal: GoalLiteral, page: PageState, history: Sequence[Step]) -> bool:
+    """Whether an executed action entered the value, or a field on the page shows it (part of a word
+    counts: 'starts with "Ant"' is typed as 'Antiquary', which the page may have completed itself)."""
+    needle = literal.text.casefold()
+    values = [v for step in history for v in _action_values(step)]
+    values += [value for value in _field_values(page)]
+    return any(needle in v.casefold() for v in values)
+
+
+def _field_values(page: PageState) -> list[str]:
+    """The values the page's text fields show now (from the page snapshot, else from their lines)."""
+    fields = [
+        bid for bid in page.ids if (d := page.elements.get(bid)) is not None and d.role in TEXT_ENTRY_ROLES
+    ]
+    if page.snapshot is not None:
+        return [v for bid in fields if (c := page.snapshot.controls.get(bid)) is not None and (v := c.value)]
+    out = []
+    for line in page.text.splitlines():
+        head, _, rest = line.partition("] ")
+        if head[1:] in fields and " value='" in line:
+            out.append(line.split(" value='", 1)[1].rsplit("'", 1)[0])
+    return out
+
+
+def _has_empty_field(page: PageState) -> bool:
+    """Whether the page shows a text field with nothing in it."""
+    fields = [
+        bid for bid in page.ids if (d := page.elements.get(bid)) is not None and d.role in TEXT_ENTRY_ROLES
+    ]
+    return len(fields) > len(_field_values(page))
 
 
 def _other_ids(page: PageState, literals: Sequence[GoalLiteral], roles: frozenset[str]) -> set[str]:

@@ -70,6 +70,7 @@ class Line:
     offscreen: bool = False
     is_text: bool = False
     hint: str = ""  # the DOM-attribute description shown for an unnamed element
+    spelled: bool = False  # text drawn one character at a time, joined into one word (`join_spelled`)
 
 
 @dataclass
@@ -324,6 +325,38 @@ class _Builder:
         return label_source
 
     # --- after the walk --------------------------------------------------------------------------
+    def join_spelled(self) -> None:
+        """Join runs of one-character text lines into one word: a page that draws a word a letter at a
+        time (each letter its own box, as a captcha or an animated headline does) otherwise shows one
+        letter a line, and the field below took the last letter as its label. Why: measured on
+        text-transform, the model saw ``L``, ``O``, ``4`` and a field labelled 'e', and typed 'e'."""
+        out: list[Line] = []
+        run: list[Line] = []
+
+        def flush() -> None:
+            if len(run) >= 2:
+                word = "".join(line.text for line in run)
+                out.append(Line(
+                    text=word, frame=run[0].frame, key=f"text:{word}", offscreen=any(ln.offscreen for ln in run),
+                    is_text=True, spelled=True,
+                ))  # fmt: skip
+            else:
+                out.extend(run)
+            run.clear()
+
+        for line in self.lines:
+            single = line.is_text and len(line.text) == 1 and not line.text.isspace()
+            if single and (not run or run[-1].frame == line.frame):
+                run.append(line)
+                continue
+            flush()
+            if single:
+                run.append(line)
+            else:
+                out.append(line)
+        flush()
+        self.lines = out
+
     def attach_labels(self) -> None:
         """Give unnamed inputs the short text printed just before (fields) or after (checkboxes) them."""
         drop: set[int] = set()
@@ -346,6 +379,7 @@ class _Builder:
                 other = self.lines[j]
                 if (
                     other.is_text
+                    and not other.spelled
                     and other.frame == line.frame
                     and len(other.text) <= 60
                     and " '" not in other.text
@@ -396,6 +430,7 @@ def build_observation(
     builder = _Builder(axtree, extra_properties or {}, dom_hints(dom_snapshot), name_chars)
     if builder.nodes:
         builder.walk(builder.nodes[0], "", False, False, "")
+    builder.join_spelled()
     builder.attach_labels()
     lines = builder.lines
     # A focused element is marked even when the tree did not flag it (e.g. inside an iframe).
