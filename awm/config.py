@@ -104,6 +104,8 @@ class AgentSettings(BaseModel):
     # (`fill[19], press[20]`) and then copies the plan's first step, already done, as its action; under
     # the grammar that comes out as noise (login-user and enter-password 0/6, focus and scroll until the
     # step limit). Asked for the action alone, it clicks Login (see the README's development split).
+    # With workflows to call in memory the agent asks for the thought format all the same: asked for the
+    # action alone, the model typed the workflow's steps itself instead of calling it.
     thought: bool = False
 
 

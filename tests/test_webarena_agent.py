@@ -242,6 +242,32 @@ def test_the_answer_is_the_action_alone_unless_a_thought_is_asked_for() -> None:
     assert re.compile(gbnf_to_regex(thinking_request.grammar or "")).fullmatch("Press Login.\nclick('13')")
 
 
+def test_with_workflows_to_call_the_answer_keeps_its_thought_line() -> None:
+    """Probed on login-user with its workflow in memory: asked for the action alone the model typed the
+    workflow's steps itself; asked for a thought and an action it called the workflow."""
+    p = page(["11", "12", "13"])
+    p.elements["11"], p.elements["12"] = TargetDesc(role="textbox", label="Username"), TargetDesc(role="textbox", label="Password")
+    login = Workflow(
+        name="log in",
+        description='Log in as "{username}" with "{password}".',
+        parameters=["username", "password"],
+        steps=[
+            WorkflowStep(action="fill", target=TargetDesc(role="textbox", label="Username"), value="{username}"),
+            WorkflowStep(action="fill", target=TargetDesc(role="textbox", label="Password"), value="{password}"),
+        ],
+    )
+    view = MemoryView(scope="miniwob/login-user", workflows=(login,), use="executable")
+    with StubLLMServer() as stub:
+        settings = stub_settings(stub)
+        agent = LLMAgent(local_style_client(stub, settings), CharEstimateCounter(), settings=settings, memory=view)
+        request = agent.build_request(ctx(p, []))[0]
+    assert "run_workflow(" in request.messages[0]["content"]
+    assert "one short thought on the first line" in request.messages[0]["content"]
+    assert re.compile(gbnf_to_regex(request.grammar or "")).fullmatch(
+        "Call it.\nrun_workflow('log in', {'username': 'kanesha', 'password': 'x9'})"
+    )
+
+
 def test_local_grammar_lets_fill_reach_text_fields_only() -> None:
     """The measured failure: after filling the form, the 1.5B model called fill() on the Submit button
     until the loop stop. Under the role-aware grammar that answer cannot be decoded."""

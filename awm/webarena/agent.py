@@ -257,9 +257,13 @@ class LLMAgent:
         callables = self._callables_for(goal)
         shown_calls = {w.name: call_text(callables[w.name]) for w in workflows if w.name in callables}
         goal_state = guidance(page, goal, ctx.history)
+        # With workflows to call, the thought format: asked for the action alone, the 1.5B model typed a
+        # login workflow's steps itself; asked for a thought and an action, it answered the call (probed
+        # on login-user with the workflow in memory). Without workflows, the action alone (see __init__).
+        thought = self.thought or bool(shown_calls)
         parts = prompts.build_parts(
             system=prompts.system_text(
-                names, workflows=bool(shown_calls), ending=live, target_first=self.target_first, thought=self.thought
+                names, workflows=bool(shown_calls), ending=live, target_first=self.target_first, thought=thought
             ),
             memory=prompts.memory_texts(workflows, goal, shown_calls),
             goal=goal,
@@ -269,7 +273,7 @@ class LLMAgent:
             feedback=_fresh_feedback(ctx),
             retry_error=ctx.retry_error or "",
             runnable=bool(shown_calls),
-            thought=self.thought,
+            thought=thought,
             pending=goal_state.note,
         )
         # PromptTooLargeError propagates: the harness ends the episode as `context_overflow`.
@@ -324,7 +328,7 @@ class LLMAgent:
             else:
                 def grammar_for(offered_names: list[str] | None) -> str:
                     return action_grammar(
-                        "browser", page_ids=page.ids, names=offered_names, with_thought=self.thought,
+                        "browser", page_ids=page.ids, names=offered_names, with_thought=thought,
                         ids_for=ids_for, workflows=offered or None,
                     )  # fmt: skip
 
