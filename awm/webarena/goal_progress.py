@@ -103,14 +103,6 @@ def _done(control: GoalControl, page: PageState, history: Sequence[Step]) -> boo
     )
 
 
-def pending_goal_controls(page: PageState, goal: str, history: Sequence[Step]) -> list[GoalControl]:
-    """The goal's controls on this page that are not done yet."""
-    literals = extract_goal_literals(goal)
-    if not literals:
-        return []
-    return [c for c in goal_controls(page, literals) if not _done(c, page, history)]
-
-
 # A link the goal names by its text: 'click on the link "vel"', 'the link labeled "et"'.
 _NAMED_LINK = re.compile(
     r"\blinks?\s+(?:(?:labell?ed|named|called|with the text)\s+)?[\"“']([^\"”']+)[\"”']", re.IGNORECASE
@@ -200,20 +192,18 @@ def _typed(literal: GoalLiteral, page: PageState, history: Sequence[Step]) -> bo
     counts: 'starts with "Ant"' is typed as 'Antiquary', which the page may have completed itself)."""
     needle = literal.text.casefold()
     values = [v for step in history for v in _action_values(step)]
-    values += [value for value in _field_values(page)]
+    values += _field_values(page)
     return any(needle in v.casefold() for v in values)
 
 
 def _field_values(page: PageState) -> list[str]:
     """The values the page's text fields show now (from the page snapshot, else from their lines)."""
-    fields = [
-        bid for bid in page.ids if (d := page.elements.get(bid)) is not None and d.role in TEXT_ENTRY_ROLES
-    ]
+    fields = _text_fields(page)
     if page.snapshot is not None:
         return [v for bid in fields if (c := page.snapshot.controls.get(bid)) is not None and (v := c.value)]
     out = []
     for line in page.text.splitlines():
-        head, _, rest = line.partition("] ")
+        head = line.partition("] ")[0]
         if head[1:] in fields and " value='" in line:
             out.append(line.split(" value='", 1)[1].rsplit("'", 1)[0])
     return out
@@ -221,10 +211,14 @@ def _field_values(page: PageState) -> list[str]:
 
 def _has_empty_field(page: PageState) -> bool:
     """Whether the page shows a text field with nothing in it."""
-    fields = [
+    return len(_text_fields(page)) > len(_field_values(page))
+
+
+def _text_fields(page: PageState) -> list[str]:
+    """The ids of the page's text fields (what a value is typed into)."""
+    return [
         bid for bid in page.ids if (d := page.elements.get(bid)) is not None and d.role in TEXT_ENTRY_ROLES
     ]
-    return len(fields) > len(_field_values(page))
 
 
 def _other_ids(page: PageState, literals: Sequence[GoalLiteral], roles: frozenset[str]) -> set[str]:
