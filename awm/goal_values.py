@@ -211,3 +211,70 @@ def is_whole_value(literal: GoalLiteral, label: str) -> bool:
     if literal.case_sensitive:
         return label in _variants(literal)
     return label.casefold() in {v.casefold() for v in _variants(literal)}
+
+
+# --- how many actions the goal asks for ---------------------------------------------------------
+
+# Imperative verbs that each need at least one action of their own when they start a clause of the
+# goal ("Expand the section and click submit": two). Left out on purpose: verbs that need no action
+# of their own ("find", "look", "scroll", "go", "use", "view", "check", "see": the agent may click
+# the target directly) and "drop" (one drag-and-drop does "drag ... and drop").
+ACTION_VERBS = frozenset(
+    """
+    add answer book buy cancel change choose clear click close copy create delete drag draw enter expand
+    fill forward generate give hit highlight leave log login logout make mark move open order paste pay pick
+    post press put rate remove reply resize return save select send set sign sort star submit switch tell
+    turn type uncheck write
+    """.split()
+)
+_CLAUSE_OPENERS = frozenset({"and", "then", "also", "please", "next", "finally", "first", "now"})
+_NOTHING = frozenset({"nothing", "none"})
+_GOAL_TOKENS = re.compile(r"[^\W\d_][\w'-]*|[.!?;:,]")
+
+
+@dataclass(frozen=True)
+class GoalClause:
+    """One clause of the goal that opens with an action verb: the verb and the clause's words after it."""
+
+    verb: str
+    rest: str
+
+
+def goal_clauses(goal: str) -> list[GoalClause]:
+    """The goal's clauses that open with an action verb, in order, each with the words that follow it
+    up to the next clause ("Expand the section below and click submit." -> expand 'the section below',
+    click 'submit').
+
+    A verb counts at the start of the goal or of a clause (after punctuation, "and", "then"), never
+    inside a quoted value or after "to" ("click the box to select it" is one clause); a clause that
+    asks for nothing ("Select nothing") is not one.
+    """
+    text = without_quoted(goal)
+    clauses: list[tuple[str, list[str]]] = []
+    at_start = True
+    in_clause = False  # the words after a verb, up to punctuation, belong to its clause
+    for token in _GOAL_TOKENS.findall(text):
+        word = token.lower()
+        if token in ".!?;:,":
+            at_start, in_clause = True, False
+        elif at_start and word in ACTION_VERBS:
+            clauses.append((word, []))
+            at_start, in_clause = False, True
+        else:
+            at_start = word in _CLAUSE_OPENERS
+            if in_clause and not at_start:
+                clauses[-1][1].append(token)
+    return [
+        GoalClause(verb, " ".join(words))
+        for verb, words in clauses
+        if not (words and words[0].lower() in _NOTHING)  # "Select nothing and click Submit": no action
+    ]
+
+
+def required_actions(goal: str) -> list[str]:
+    """The action verbs that open a clause of the goal, in order: a lower bound on the actions it needs.
+
+    >>> required_actions("Expand the sections below, to find and click on the link 'vel'.")
+    ['expand', 'click']
+    """
+    return [c.verb for c in goal_clauses(goal)]

@@ -6,6 +6,7 @@ Stored as JSON (never Python repr), validated on load, so a log file is data, ne
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -96,6 +97,38 @@ class Step(BaseModel):
     grounding: str = ""
     approval: Approval | None = None  # the confirmation gate's answer, when the action needed one
     reaction: str = ""  # live runs: what the page showed in answer to the action (new state, new text)
+
+
+# Arguments that address an element or the mouse, not a value the action entered.
+_ID_ARGS = frozenset(
+    {"bid", "id", "from_bid", "to_bid", "button", "wait_ms", "element", "x", "y", "dx", "dy"}
+)
+
+
+def _strings(value: object) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            yield from _strings(v)
+
+
+def action_values(step: Step) -> list[str]:
+    """The values a step's action carried (typed text, chosen options, keys, answer text, workflow
+    parameters), not element ids. A step recorded without a parsed action contributes its action string.
+
+    Read by the judge's evidence (was a goal value used?) and by the web agent's goal guidance (was it
+    typed yet?), so it lives with the step it reads.
+    """
+    if step.action is None:
+        return [step.action_str] if step.action_str else []
+    args = step.action.get("args") or {}
+    if not isinstance(args, dict):
+        return list(_strings(args))
+    return [s for k, v in args.items() if k not in _ID_ARGS for s in _strings(v)]
 
 
 class Verdict(BaseModel):

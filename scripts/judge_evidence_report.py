@@ -2,12 +2,11 @@
 
 For each finished episode of a run folder it prints the judge's no-model decision
 (`awm.evaluation.evidence.pre_decide`: failure by the end, by no executed action, by a missing goal
-value, or "to model") and the goal-value checks, next to the ground truth (full-reward rule,
-`awm.evaluation.success`). Then the figures the no-model part alone reaches when every "to model"
-episode is counted as success (the model's best case): its precision (the judge's precision if the
-model said yes to everything) and the share of true successes that survive to the model question
-(the ceiling of the judge's recall). It also shows the stricter variant in which a goal value found
-only on a page (no action used it) counts as missing, to weigh that rule on real data.
+value, by too few actions; success when executed actions used every goal value before the page closed
+the task; or "to model") and the goal-value checks, next to the ground truth (full-reward rule,
+`awm.evaluation.success`). Then the figures: the precision and recall of the no-model successes alone
+(the judge's figures if the model said no to everything), and the best case with the model (it says
+yes to every episode it is asked about): the judge's precision then, and the ceiling of its recall.
 
 Why: it tells us how much the model must add before anyone spends model time on an audit.
 
@@ -19,7 +18,7 @@ short yes/no call each. The verdicts are printed, never written into RUN.
 Read-only: it only reads `RUN/trajectories/*.json` (or `*.json` under RUN) and writes nothing there, so
 it is safe on a run that is still being written. Episodes still running are skipped.
 
-Run: .venv/bin/python scripts/judge_evidence_report.py RUN [--quiet] [--json] [--judge [--config FILE]]
+Run: .venv/bin/python scripts/judge_evidence_report.py RUN [--quiet] [--json] [--judge [--config FILE] [--ask-model]]
 """
 
 from __future__ import annotations
@@ -54,13 +53,6 @@ def load_finished(run: Path) -> list[Trajectory]:
     return sorted(out, key=lambda t: (t.task.key, t.trajectory_id))
 
 
-def strict_label(decision: PreDecision) -> str:
-    """The decision if a goal value seen only on a page (never used by an action) counted as missing."""
-    if decision.label == "ask_model" and any(c.status == "page" for c in decision.checks):
-        return "failure"
-    return decision.label
-
-
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.1f}%"
 
@@ -71,9 +63,9 @@ def _truth_word(truth: bool | None) -> str:
 
 def episode_lines(trajectory: Trajectory, decision: PreDecision, truth: bool | None) -> list[str]:
     """One header line (id, end, decision, ground truth) and one line per goal-value check."""
-    label = "to model" if decision.label == "ask_model" else f"FAIL ({decision.rule})"
+    label = {"ask_model": "to model", "success": "SUCCESS"}.get(decision.label, "FAIL") + f" ({decision.rule})"
     lines = [
-        f"{trajectory.trajectory_id:<50} end={trajectory.end:<10} {label:<18} gt={_truth_word(truth)}",
+        f"{trajectory.trajectory_id:<50} end={trajectory.end:<10} {label:<26} gt={_truth_word(truth)}",
         f"    goal: {trajectory.task.goal}",
     ]
     if decision.label == "failure" and decision.rule != "literal":
@@ -89,27 +81,23 @@ def report(trajectories: Iterable[Trajectory], *, quiet: bool = False) -> dict[s
         for t, decision, truth in rows:
             print("\n".join(episode_lines(t, decision, truth)))
     figures = pre_judge_figures(rows)
-    strict_rows = [(t, d, gt) for t, d, gt in rows if gt is not None and strict_label(d) == "ask_model"]
-    strict_tp = sum(1 for _, _, gt in strict_rows if gt)
-    strict_precision = strict_tp / len(strict_rows) if strict_rows else None
-    strict_surviving = strict_tp / figures.truth_successes if figures.truth_successes else None
     summary: dict[str, object] = {
         "episodes": figures.episodes,
         "with_ground_truth": figures.with_truth,
         "decided_by_rule": dict(sorted(figures.by_rule.items())),
         "ground_truth_successes": figures.truth_successes,
+        "evidence_successes": figures.evidence_successes,
+        "evidence_false_successes": figures.evidence_false_successes,
+        "evidence_precision": figures.evidence_precision,
+        "evidence_recall": figures.evidence_recall,
         "to_model": figures.to_model,
         "successes_to_model": figures.successes_to_model,
         "failures_to_model": figures.failures_to_model,
-        "no_model_precision": figures.precision,
-        "successes_surviving": figures.recall,
+        "precision_if_model_says_yes": figures.precision,
+        "recall_ceiling": figures.recall,
         "true_successes_failed_without_model": figures.false_failures,
-        "strict_to_model": len(strict_rows),
-        "strict_precision": strict_tp / len(strict_rows) if strict_rows else None,
-        "strict_successes_surviving": strict_tp / figures.truth_successes
-        if figures.truth_successes
-        else None,
     }
+    called = figures.evidence_successes + len(figures.evidence_false_successes)
     print(
         "\n".join(
             [
@@ -119,24 +107,27 @@ def report(trajectories: Iterable[Trajectory], *, quiet: bool = False) -> dict[s
                 "decided by rule: "
                 + ", ".join(f"{k}={v}" for k, v in sorted(figures.by_rule.items()))
                 + "  (none = goes to the model)",
+                f"success without the model: {called} ({figures.evidence_successes} true successes): "
+                f"precision {_pct(figures.evidence_precision)}, recall {_pct(figures.evidence_recall)}",
+                f"  called success wrongly: {', '.join(figures.evidence_false_successes) or 'none'}",
                 f"to the model: {figures.to_model} ({figures.successes_to_model} true successes, "
                 f"{figures.failures_to_model} true failures the model must catch)",
-                f"no-model part, 'to model' counted as success: precision {_pct(figures.precision)}, "
-                f"true successes surviving {_pct(figures.recall)}",
+                f"if the model said yes to all: precision {_pct(figures.precision)}, recall {_pct(figures.recall)}",
                 f"true successes failed without the model: {', '.join(figures.false_failures) or 'none'}",
-                f"strict variant (page-only values count as missing): {len(strict_rows)} to the model, "
-                f"precision {_pct(strict_precision)}, successes surviving {_pct(strict_surviving)}",
             ]
         )
     )
     return summary
 
 
-def judge_and_audit(trajectories: list[Trajectory], client: LLMClient) -> JudgeAudit:
-    """Judge every episode with `client` (in memory only) and audit the labels against ground truth."""
+def judge_and_audit(
+    trajectories: list[Trajectory], client: LLMClient, *, ask_model: bool | None = None
+) -> JudgeAudit:
+    """Judge every episode with `client` (in memory only) and audit the labels against ground truth;
+    `ask_model` as in `judge_trajectory` (None: the embedded model is not asked)."""
     judged = []
     for t in trajectories:
-        verdict = judge_trajectory(client, t)
+        verdict = judge_trajectory(client, t, ask_model=ask_model)
         print(f"{t.trajectory_id:<50} judge={verdict.judge:<8} {verdict.judge_reason[:160]}")
         judged.append(t.model_copy(update={"verdict": verdict}))
     return audit(judged)
@@ -151,6 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="also print the figures as one JSON object")
     parser.add_argument("--judge", action="store_true", help="then ask the LLM judge and print its audit")
     parser.add_argument("--config", type=Path, default=None, help="settings TOML for the judge's client")
+    parser.add_argument(
+        "--ask-model",
+        action="store_true",
+        help="ask the model what the evidence leaves open even when it is the embedded one (to measure it)",
+    )
     args = parser.parse_args(argv)
     if not args.run.is_dir():
         parser.error(f"{args.run}: not a folder")
@@ -163,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
         from awm.llm.factory import make_client
 
         client = make_client(load_settings(args.config))
-        print("\n" + judge_and_audit(trajectories, client).to_markdown())
+        ask = True if args.ask_model else None
+        print("\n" + judge_and_audit(trajectories, client, ask_model=ask).to_markdown())
     return 0
 
 

@@ -40,7 +40,7 @@ def make_trajectory(
         trajectory_id=episode_id,
         task=task,
         steps=steps,
-        end="done",
+        end="answered",  # an answer goes to the model (`pre_decide`)
         final_answer="Logged in.",
         verdict=Verdict(reward=reward, judge=judge),  # type: ignore[arg-type]
     )
@@ -199,7 +199,7 @@ def test_audit_counts_by_hand() -> None:
     assert (result.tp, result.fp, result.fn, result.tn, result.unknown) == (1, 2, 1, 2, 1)
     assert (result.total, result.compared, result.missing, result.unknown_gt_success) == (9, 7, 2, 1)
     assert result.precision == pytest.approx(1 / 3)
-    assert result.recall == pytest.approx(1 / 2)
+    assert result.recall == pytest.approx(1 / 3)  # t7, unknown, was not recognised
     assert result.accuracy == pytest.approx(3 / 6)
     assert result.coverage == pytest.approx(6 / 7)
     assert (
@@ -226,6 +226,6 @@ def test_judge_on_the_local_model_gives_a_parseable_verdict(local_llm) -> None:
     """The yes/no grammar must make even the 1.5B model give a decided verdict (the question is asked:
     the password the goal names was typed, so no rule decides without the model)."""
     traj = make_trajectory(reward=1.0, observation="[3] heading 'Welcome, alice! You are logged in.'")
-    verdict = judge_trajectory(local_llm, traj)
+    verdict = judge_trajectory(local_llm, traj, ask_model=True)  # by default the embedded model is not asked
     assert verdict.judge in ("success", "failure"), verdict.judge_reason
     assert verdict.judge_reason

@@ -38,7 +38,29 @@ def test_boxes_the_goal_lists_are_pending_until_they_show_checked() -> None:
     assert state.note == "Named in the goal and not done yet: [18] checkbox 'Jc'; [24] checkbox 'XMHY'"
     assert state.waiting == {"36"}  # Submit waits
     done = page([(b, r, lab, "checked" if r == "checkbox" and lab != "0QW" else f) for b, r, lab, f in BOXES])
-    assert guidance(done, GOAL, []) == guidance(page(BOXES), "Click Submit.", []) == GoalGuidance([], set(), "")
+    ticked = [clicked("Jc"), clicked("s6WcI"), clicked("XMHY")]
+    assert guidance(done, GOAL, ticked) == guidance(page(BOXES), "Click Submit.", []) == GoalGuidance([], set(), "")
+
+
+EXPAND_PAGE = [("16", "tab", "Section #11", "collapsed"), ("19", "tab", "Submit", "collapsed"), ("22", "button", "Submit", "")]
+
+
+def test_the_closing_control_waits_while_fewer_actions_ran_than_the_clauses_before_it() -> None:
+    """Measured: on "Expand the section below and click submit" the model clicked the header named
+    'Submit' (or the button) first, and on "Generate a number..., then press submit" it pressed Submit."""
+    goal = "Expand the section below and click submit."
+    state = guidance(page(EXPAND_PAGE, goal), goal, [])
+    assert state.waiting == {"19", "22"}  # both controls named 'Submit'; the section's header is left
+    assert state.note == "Before 'click submit', the goal asks: expand the section below."
+    assert guidance(page(EXPAND_PAGE, goal), goal, [clicked("Section #11", "tab")]).waiting == set()
+    failed = clicked("Section #11", "tab", outcome="not_interactable")
+    assert guidance(page(EXPAND_PAGE, goal), goal, [failed]).waiting == {"19", "22"}  # a failed action did nothing
+    generate = "Generate a number less than 6, then press submit."
+    two = [("3", "button", "Generate", ""), ("4", "button", "Submit", "")]
+    assert guidance(page(two, generate), generate, []).waiting == {"4"}
+    # One clause, a clause that asks for nothing, or a quoted name (a link may be there already): no hold.
+    for alone in ("Click submit.", "Select nothing and click Submit.", 'Switch tabs, then click the link "Submit".'):
+        assert guidance(page(EXPAND_PAGE, alone), alone, []).waiting == set(), alone
 
 
 def test_a_button_the_goal_names_is_done_once_an_action_acted_on_it() -> None:

@@ -87,6 +87,10 @@ def select_then_submit(value: str = "Blue") -> list[Step]:
     ]
 
 
+# A goal that names no values: the trajectory settles nothing, the model is asked.
+OPEN_GOAL = "Choose the colour the card shows and click Submit."
+
+
 def openai_client(stub: StubLLMServer):
     settings = load_settings(
         overrides={"llm": {"backend": "openai", "base_url": stub.base_url, "model": "stub", "cache": False}}
@@ -222,7 +226,7 @@ def test_a_listed_value_only_shown_while_another_of_the_list_was_used_is_skipped
     assert partial.label == "failure" and partial.rule == "literal"
     assert [c.status for c in partial.checks] == ["skipped", "acted", "skipped"]
     assert "listed with 'XMHY', which an action used" in partial.checks[0].render()
-    assert pre_decide(trajectory(goal, clicks("Jc", "XMHY", "HJ6c"))).label == "ask_model"
+    assert pre_decide(trajectory(goal, clicks("Jc", "XMHY", "HJ6c"))).label == "success"
     none_used = pre_decide(trajectory(goal, clicks()[:1] + clicks()[:1]))  # only seen: the model decides
     assert [c.status for c in none_used.checks] == ["page", "page", "page"]
 
@@ -312,6 +316,8 @@ def test_a_missing_goal_value_forces_failure_even_when_the_model_would_say_yes()
         ("Find the email by Trudey and reply to them.", ["reply"]),  # finding needs no action of its own
         ("Drag the circle and drop it on the box.", ["drag"]),  # one drag-and-drop
         ("What is the price of the Blue Widget?", []),
+        ("Generate a number less than 6, then press submit.", ["generate", "press"]),
+        ("Select nothing and click Submit.", ["click"]),  # a clause that asks for nothing is no action
     ],
 )
 def test_required_actions_are_the_clause_opening_verbs(goal: str, verbs: list[str]) -> None:
@@ -336,20 +342,45 @@ def test_fewer_executed_actions_than_the_goal_asks_for_is_a_failure_without_a_mo
 # --- the yes/no question ------------------------------------------------------------------------
 
 
-def test_yes_over_complete_evidence_is_success_and_the_prompt_is_evidence_not_a_story() -> None:
-    traj = trajectory(
-        "Select 'Blue' from the colors and click Submit.",
-        select_then_submit("Blue"),
-        env_info={"RAW_REWARD_GLOBAL": 1, "REWARD_GLOBAL": 0.99},
-    )
+def test_every_goal_value_used_before_the_page_closed_the_task_is_success_without_the_model() -> None:
+    """Measured: asked about such episodes, the 1.5B model's yes/no was a coin toss (P(yes) ~0.5)."""
+    traj = trajectory("Select 'Blue' from the colors and click Submit.", select_then_submit("Blue"))
+    with StubLLMServer(default=Reply(text="no")) as stub:
+        verdict = judge_trajectory(openai_client(stub), traj)
+        assert stub.requests == []
+    assert verdict.judge == "success" and verdict.reward == 1.0
+    assert verdict.judge_reason.startswith("no model asked: every value the goal names was used")
+    assert "goal value 'Blue': chosen by select_option on listbox 'colors' at step 2" in verdict.judge_reason
+    # Not without the model: a position the values cannot show, an answer, a value only a page showed.
+    ordinal = trajectory("Select 'Blue', then click the 2nd button.", select_then_submit("Blue"))
+    answered = trajectory("Select 'Blue' and click Submit.", select_then_submit("Blue"), end="answered", answer="ok")
+    shown = select_then_submit("Blue")
+    shown[0].feedback = "Page: the card reads Anne"
+    seen = trajectory("Select 'Blue' from Anne's colors and click Submit.", shown)
+    assert [pre_decide(t).label for t in (ordinal, answered, seen)] == ["ask_model"] * 3
+
+
+def test_a_value_typed_in_another_letter_case_than_the_goal_asks_is_a_failure() -> None:
+    typed = [step(0, "fill", {"bid": "4", "value": "Cristin"}, role="textbox"), step(1, "click", {"bid": "5"}, role="button", label="Submit")]
+    goal = 'Type "cristin" in all upper case letters in the text input and press Submit.'
+    decision = pre_decide(trajectory(goal, typed))
+    assert (decision.label, decision.rule) == ("failure", "literal")
+    assert "as 'Cristin': not in upper case as the goal asks" in decision.facts[0]
+    typed[0].action = {"name": "fill", "args": {"bid": "4", "value": "CRISTIN"}}
+    assert pre_decide(trajectory(goal, typed)).label == "success"
+
+
+def test_yes_over_the_evidence_is_success_and_the_prompt_is_evidence_not_a_story() -> None:
+    traj = trajectory(OPEN_GOAL, select_then_submit("Blue"), env_info={"RAW_REWARD_GLOBAL": 1, "REWARD_GLOBAL": 0.99})
     with StubLLMServer(default=Reply(text="yes")) as stub:
         verdict = judge_trajectory(openai_client(stub), traj)
         prompt = prompt_of(stub)
         body = stub.requests[0].body
     assert verdict.judge == "success" and verdict.reward == 1.0
-    assert "chosen by select_option on listbox 'colors' at step 2" in verdict.judge_reason
+    assert "model answered 'yes'" in verdict.judge_reason
     assert "step 3: click() on button 'Submit' -> ok" in prompt
-    assert "goal value 'Blue': chosen by select_option" in prompt
+    assert "step 2: select_option('Blue') on listbox 'colors' -> ok" in prompt
+    assert "the goal names no literal values to check" in prompt
     assert "yes or no" in prompt
     assert "REWARD" not in prompt and "0.99" not in prompt  # never the ground truth
     assert "grammar" not in body and body["max_tokens"] <= 5
@@ -366,14 +397,26 @@ def test_only_the_last_actions_go_into_the_question() -> None:
 
 
 def test_the_grammar_goes_only_to_the_local_backend() -> None:
-    traj = trajectory("Select 'Blue' from the colors and click Submit.", select_then_submit("Blue"))
+    traj = trajectory(OPEN_GOAL, select_then_submit("Blue"))
     with StubLLMServer(default=Reply(text="yes")) as stub:
-        local = judge_trajectory(local_client(stub), traj)
+        local = judge_trajectory(local_client(stub), traj, ask_model=True)
         hosted = judge_trajectory(openai_client(stub), traj)
         local_body, hosted_body = (r.body for r in stub.requests)
     assert local_body["grammar"] == YES_NO_GRAMMAR == 'root ::= "Yes" | "No" | "yes" | "no"'
     assert "grammar" not in hosted_body and "response_format" not in hosted_body
     assert local.judge == hosted.judge == "success"
+
+
+def test_the_embedded_model_is_not_asked_unless_told_and_what_it_leaves_open_is_unknown() -> None:
+    """Measured: the 1.5B model's yes/no over what the evidence leaves open was a coin toss."""
+    traj = trajectory(OPEN_GOAL, select_then_submit("Blue"))
+    with StubLLMServer(default=Reply(text="yes")) as stub:
+        verdict = judge_trajectory(local_client(stub), traj)
+        assert stub.requests == []
+        hosted = judge_trajectory(openai_client(stub), traj, ask_model=False)
+        assert stub.requests == []
+    assert verdict.judge == hosted.judge == "unknown" and not verdict_passes(verdict, "judge")
+    assert verdict.judge_reason.startswith("no model asked: the evidence does not settle it")
 
 
 @pytest.mark.parametrize(
@@ -392,7 +435,7 @@ def test_the_grammar_goes_only_to_the_local_backend() -> None:
     ],
 )
 def test_anything_but_a_leading_yes_or_no_is_unknown(raw: str, label: str) -> None:
-    traj = trajectory("Select 'Blue' from the colors and click Submit.", select_then_submit("Blue"))
+    traj = trajectory(OPEN_GOAL, select_then_submit("Blue"))
     with StubLLMServer(default=Reply(text=raw)) as stub:
         verdict = judge_trajectory(openai_client(stub), traj)
     assert verdict.judge == label
@@ -433,7 +476,7 @@ def test_a_live_run_answer_is_evidence_and_the_question_names_it() -> None:
 
 
 def test_the_final_page_is_shown_only_when_it_is_the_page_after_the_last_action() -> None:
-    goal = "Select 'Blue' from the colors and click Submit."
+    goal = OPEN_GOAL
     with StubLLMServer(default=Reply(text="no")) as stub:
         client = openai_client(stub)
         judge_trajectory(
@@ -450,16 +493,19 @@ def test_the_final_page_is_shown_only_when_it_is_the_page_after_the_last_action(
 # --- the offline figures ------------------------------------------------------------------------
 
 
-def test_pre_judge_figures_count_what_survives_to_the_model() -> None:
+def test_pre_judge_figures_count_what_the_evidence_decides_and_what_is_left_to_the_model() -> None:
     ok = trajectory("Select 'Blue' and submit.", select_then_submit("Blue"), reward=1.0)
     wrong = trajectory("Select 'Green' and submit.", select_then_submit("Blue"), reward=0.0)
     stuck = trajectory("Select 'Blue' and submit.", select_then_submit("Blue"), end="stuck", reward=0.0)
-    lucky = trajectory("Press submit.", select_then_submit("Blue"), reward=0.0)
-    rows = [(t, pre_decide(t), verdict_passes(t.verdict, "gt")) for t in (ok, wrong, stuck, lucky)]
+    lucky = trajectory("Select 'Blue' and submit.", select_then_submit("Blue"), reward=0.0)
+    asked = trajectory(OPEN_GOAL, select_then_submit("Blue"), reward=1.0)
+    rows = [(t, pre_decide(t), verdict_passes(t.verdict, "gt")) for t in (ok, wrong, stuck, lucky, asked)]
     figures = pre_judge_figures(rows)
-    assert figures.by_rule == {"none": 2, "literal": 1, "end": 1}
-    assert (figures.truth_successes, figures.successes_to_model, figures.failures_to_model) == (1, 1, 1)
-    assert figures.precision == 0.5 and figures.recall == 1.0 and figures.false_failures == []
+    assert figures.by_rule == {"values_used": 2, "literal": 1, "end": 1, "none": 1}
+    assert (figures.truth_successes, figures.evidence_successes, figures.evidence_false_successes) == (2, 1, ["ep"])
+    assert (figures.successes_to_model, figures.failures_to_model) == (1, 0)
+    assert figures.evidence_precision == 0.5 and figures.evidence_recall == 0.5
+    assert figures.precision == 2 / 3 and figures.recall == 1.0 and figures.false_failures == []
 
 
 def report_script():
@@ -483,17 +529,18 @@ def test_the_report_script_reads_a_run_folder_and_prints_the_figures(tmp_path: P
         save_trajectory(t.model_copy(update={"trajectory_id": f"ep{i}"}), folder / f"ep{i}.json")
     assert module.main([str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
-    assert "ep0" in out and "gt=SUCCESS" in out and "FAIL (literal)" in out and "ep2" not in out
+    assert "ep0" in out and "SUCCESS (values_used)" in out and "FAIL (literal)" in out and "ep2" not in out
     assert "episodes: 2 (2 with ground truth, 1 true successes)" in out
-    assert "precision 100.0%, true successes surviving 100.0%" in out
+    assert "success without the model: 1 (1 true successes): precision 100.0%, recall 100.0%" in out
 
 
 def test_the_report_scripts_audit_asks_only_about_what_the_trajectory_leaves_open(capsys) -> None:
-    ok = trajectory("Select 'Blue' and submit.", select_then_submit("Blue"), reward=1.0)
+    ok = trajectory(OPEN_GOAL, select_then_submit("Blue"), reward=1.0)
     wrong = trajectory("Select 'Green' and submit.", select_then_submit("Blue"), reward=0.0)
-    lucky = trajectory("Select 'Blue' and submit.", select_then_submit("Blue"), reward=0.0)
+    lucky = trajectory(OPEN_GOAL, select_then_submit("Blue"), reward=0.0)
+    used = trajectory("Select 'Blue' and submit.", select_then_submit("Blue"), reward=1.0)
     with StubLLMServer([Reply(text="yes"), Reply(text="no")]) as stub:
-        result = report_script().judge_and_audit([ok, wrong, lucky], openai_client(stub))
-        assert len(stub.requests) == 2  # `wrong` was decided without the model
-    assert (result.tp, result.fp, result.fn, result.tn, result.unknown) == (1, 0, 0, 2, 0)
+        result = report_script().judge_and_audit([ok, wrong, lucky, used], openai_client(stub))
+        assert len(stub.requests) == 2  # `wrong` and `used` were decided without the model
+    assert (result.tp, result.fp, result.fn, result.tn, result.unknown) == (2, 0, 0, 2, 0)
     assert "judge=failure" in capsys.readouterr().out

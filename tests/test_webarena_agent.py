@@ -209,7 +209,7 @@ def test_grammar_is_sent_only_to_the_local_backend_and_kept_on_retry() -> None:
         page_ids=p.ids,
         names=actions_offered("miniwob"),
         with_thought=False,
-        ids_for=page_targets(p).ids_for,
+        ids_for={**page_targets(p).ids_for, "click": ["13"]},  # the text fields are filled, not clicked
     )
     assert bodies[1]["grammar"] == expected == bodies[2]["grammar"]
     assert "'13'" in expected and "'99'" not in expected
@@ -288,7 +288,9 @@ def test_local_grammar_lets_fill_reach_text_fields_only() -> None:
     fill_ids = next(line for line in grammar.splitlines() if line.startswith(f"{ids_rule} ::= "))
     assert "'11'" in fill_ids and "'12'" in fill_ids and "'13'" not in fill_ids
     assert "check ::=" not in grammar and "select-option ::=" not in grammar  # no checkbox, no dropdown
-    assert 'click ::= "click(" bid ' in grammar and "bid ::= \"'11'\" | \"'12'\" | \"'13'\"" in grammar
+    # A text field is filled, not clicked (measured: the model clicked email-inbox-forward's 'to:' field
+    # again and again after filling it, until the step limit).
+    assert 'click ::= "click(" bid-click ")"' in grammar and "bid-click ::= \"'13'\"\n" in grammar
     assert old == action_grammar(
         "browser", page_ids=p.ids, names=actions_offered("miniwob"), with_thought=False
     )
@@ -531,7 +533,8 @@ def test_submit_waits_while_boxes_the_goal_lists_are_unticked() -> None:
         agent = LLMAgent(local_style_client(stub, settings), CharEstimateCounter(), settings=settings)
         request = agent.build_request(ctx(p, []))[0]
         done = p.model_copy(update={"text": text.replace("'XMHY'", "'XMHY', checked")})
-        after = agent.build_request(ctx(done, []))[0]
+        ticked = Step(index=0, action={"name": "click", "args": {"bid": "24"}}, target=elements["24"])
+        after = agent.build_request(ctx(done, [ticked]))[0]
     assert "Named in the goal and not done yet: [24] checkbox 'XMHY'" in request.messages[1]["content"]
     regex = re.compile(gbnf_to_regex(request.grammar or ""))
     assert regex.fullmatch("click('24')") and not regex.fullmatch("click('36')")

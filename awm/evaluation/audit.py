@@ -3,9 +3,10 @@
 Why it matters: when memory admits trajectories by the judge's word, the judge's false positives
 become wrong workflows. The audit counts them (and names them) before anyone trusts the judge.
 
-Positive means success: ground truth is success by the full-reward rule (`awm.evaluation.success`); the judge's label is success,
-failure, or unknown. Unknown answers are counted apart and left out of precision, recall and
-accuracy; `coverage` says what share of compared trajectories got a decided label.
+Positive means success: ground truth is success by the full-reward rule (`awm.evaluation.success`);
+the judge's label is success, failure, or unknown. Unknown answers are counted apart and left out of
+precision and accuracy (recall counts an unknown true success as not recognised); `coverage` says
+what share of compared trajectories got a decided label.
 """
 
 from __future__ import annotations
@@ -52,8 +53,10 @@ class JudgeAudit(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def recall(self) -> float | None:
-        """Of the true successes, the share the judge recognised (unknowns left out)."""
-        return _ratio(self.tp, self.tp + self.fn)
+        """Of the true successes, the share the judge called success: an unknown answer on a true success
+        did not recognise it (the judge leaves the episodes its evidence does not settle unknown, so
+        leaving those out would flatter it)."""
+        return _ratio(self.tp, self.tp + self.fn + self.unknown_gt_success)
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -88,7 +91,8 @@ class JudgeAudit(BaseModel):
             "|---:|---:|---:|---:|",
             f"| {pct(self.precision)} | {pct(self.recall)} | {pct(self.accuracy)} | {pct(self.coverage)} |",
             "",
-            "Precision, recall and accuracy leave unknown answers out; unknown never counts as success.",
+            "Precision and accuracy leave unknown answers out; recall counts an unknown true success as missed; "
+            "unknown never counts as success.",
         ]
         for title, ids in (
             ("False positives", self.false_positive_ids),

@@ -20,14 +20,21 @@ ground-truth reward or the benchmark's info (`meta["env_info"]`).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from awm.goal_values import GoalLiteral, extract_goal_literals, is_whole_value, literal_in, without_quoted
-from awm.trajectory import EpisodeEnd, Step, Trajectory
+from awm.goal_values import (
+    GoalLiteral,
+    extract_goal_literals,
+    is_whole_value,
+    literal_in,
+    required_actions,
+    without_quoted,
+)
+from awm.trajectory import EpisodeEnd, Step, Trajectory, action_values
 
-__all__ = ["GoalLiteral", "extract_goal_literals", "literal_in"]  # read here by the judge's tests too
+__all__ = ["GoalLiteral", "action_values", "extract_goal_literals", "literal_in", "required_actions"]  # read here by the judge's tests too
 
 # Ends that settle the verdict without a model: the harness, not the page or the agent, stopped the
 # episode (loop detector, step or token budget, errors, the rails, or it never finished).
@@ -54,9 +61,6 @@ _END_REASONS = {
 # --- where the agent used or saw a value ---------------------------------------------------------
 
 PAGE_SAID_CHARS = 120
-_ID_ARGS = frozenset(
-    {"bid", "id", "from_bid", "to_bid", "button", "wait_ms", "element", "x", "y", "dx", "dy"}
-)
 _VERBS = {
     "fill": "typed by fill",
     "type": "typed by type",
@@ -67,28 +71,6 @@ _VERBS = {
     "press": "pressed",
     "run_workflow": "passed to run_workflow",
 }
-
-
-def _strings(value: object) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _strings(v)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            yield from _strings(v)
-
-
-def action_values(step: Step) -> list[str]:
-    """The values an action carried (typed text, chosen options, answer text, workflow parameters), not
-    element ids. A step recorded without a parsed action contributes its action string."""
-    if step.action is None:
-        return [step.action_str] if step.action_str else []
-    args = step.action.get("args") or {}
-    if not isinstance(args, dict):
-        return list(_strings(args))
-    return [s for k, v in args.items() if k not in _ID_ARGS for s in _strings(v)]
 
 
 def action_name(step: Step) -> str:
@@ -109,16 +91,17 @@ class LiteralCheck:
     """Where one goal value was found: `acted` (an executed action used it, or the final answer said
     it), `page` (only the page showed it, as text), `unused` (the page offered it as a control, a link
     or a checkbox, and no action used that control), `failed` (only an action that failed used it),
-    `skipped` (only shown, while an action used another value of the same list), `missing`."""
+    `skipped` (only shown, while an action used another value of the same list), `miscased` (typed,
+    but not in the letter case the goal asks for: "in all upper case letters"), `missing`."""
 
     literal: GoalLiteral
-    status: Literal["acted", "page", "failed", "skipped", "unused", "missing"]
+    status: Literal["acted", "page", "failed", "skipped", "unused", "miscased", "missing"]
     where: str
 
     @property
     def missing(self) -> bool:
         """A value the agent did not use, nor see, nor skip in a list it worked on: evidence of failure."""
-        return self.status in ("missing", "failed", "skipped", "unused")
+        return self.status in ("missing", "failed", "skipped", "unused", "miscased")
 
     def render(self) -> str:
         return f"goal value '{self.literal.text}': {self.where}"
@@ -134,6 +117,21 @@ def _acted_by(literal: GoalLiteral, step: Step) -> str | None:
     if step.target is not None and literal_in(literal, step.target.label):
         return f"target of {name}{on} at step {step.index}"
     return None
+
+
+_CASE = re.compile(r"\b(upper|lower)[\s-]?case\b|\b(capital)\s+letters\b", re.IGNORECASE)
+
+
+def asked_case(goal: str) -> Literal["upper", "lower"] | None:
+    """The letter case the goal asks a value to be typed in ("in all upper case letters"), if any."""
+    match = _CASE.search(goal)
+    if match is None:
+        return None
+    return "lower" if (match.group(1) or "").lower() == "lower" else "upper"
+
+
+def _in_case(value: str, case: Literal["upper", "lower"]) -> bool:
+    return value == (value.upper() if case == "upper" else value.lower())
 
 
 def _page_said(step: Step, trajectory: Trajectory) -> str:
@@ -217,6 +215,10 @@ def check_literal(literal: GoalLiteral, trajectory: Trajectory) -> LiteralCheck:
     done = [(s, how) for s, how in acted if s.outcome == "ok"]
     if done:
         last, how = done[-1]
+        case = asked_case(goal)
+        typed = [v for v in action_values(last) if literal_in(literal, v)]
+        if case is not None and typed and not any(_in_case(v, case) for v in typed):
+            return LiteralCheck(literal, "miscased", f"{how}, as {typed[-1]!r}: not in {case} case as the goal asks")
         earlier = [str(s.index) for s, _ in done[:-1]]
         where = how + (f" (also at step {', '.join(earlier)})" if earlier else "")
         said = " ".join(_page_said(last, trajectory).split())
@@ -256,48 +258,6 @@ def check_literals(trajectory: Trajectory) -> list[LiteralCheck]:
     ]  # fmt: skip
 
 
-# --- how many actions the goal asks for ---------------------------------------------------------
-
-# Imperative verbs that each need at least one action of their own when they start a clause of the
-# goal ("Expand the section and click submit": two). Left out on purpose: verbs that need no action
-# of their own ("find", "look", "scroll", "go", "use", "view", "check", "see": the agent may click
-# the target directly) and "drop" (one drag-and-drop does "drag ... and drop").
-ACTION_VERBS = frozenset(
-    """
-    add answer book buy cancel change choose clear click close copy create delete drag draw enter expand
-    fill forward give hit highlight leave log login logout make mark move open order paste pay pick post
-    press put rate remove reply resize return save select send set sign sort star submit switch tell turn
-    type uncheck write
-    """.split()
-)
-_CLAUSE_OPENERS = frozenset({"and", "then", "also", "please", "next", "finally", "first", "now"})
-_GOAL_TOKENS = re.compile(r"[^\W\d_][\w'-]*|[.!?;:,]")
-
-
-def required_actions(goal: str) -> list[str]:
-    """The action verbs that open a clause of the goal, in order: a lower bound on the actions it needs.
-
-    A verb counts at the start of the goal or of a clause (after punctuation, "and", "then"), never
-    inside a quoted value or after "to" ("click the box to select it" asks for one action).
-
-    >>> required_actions("Expand the sections below, to find and click on the link 'vel'.")
-    ['expand', 'click']
-    """
-    text = without_quoted(goal)
-    verbs: list[str] = []
-    at_start = True
-    for token in _GOAL_TOKENS.findall(text):
-        word = token.lower()
-        if token in ".!?;:,":
-            at_start = True
-        elif at_start and word in ACTION_VERBS:
-            verbs.append(word)
-            at_start = False
-        else:
-            at_start = word in _CLAUSE_OPENERS
-    return verbs
-
-
 def executed_actions(trajectory: Trajectory) -> list[Step]:
     """Steps whose action ran (`ok`), workflow sub-steps included."""
     return [s for s in trajectory.steps if s.outcome == "ok" and (s.action_str or s.action)]
@@ -305,19 +265,27 @@ def executed_actions(trajectory: Trajectory) -> list[Step]:
 
 # --- the decision before any model ---------------------------------------------------------------
 
-PreLabel = Literal["failure", "ask_model"]
+PreLabel = Literal["failure", "success", "ask_model"]
+# A position in a list ("the 4th search result", "the second checkbox"): which element it was, the
+# evidence (values and labels) does not show.
+_ORDINAL = re.compile(
+    r"\b\d+(?:st|nd|rd|th)\b|\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\b"
+    r"(?!\s*(?:name|names)\b)",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
 class PreDecision:
-    """What the trajectory settles alone: `failure` with a plain reason, or `ask_model` with the checks.
+    """What the trajectory settles alone: `failure` with a plain reason, `success` when every value the
+    goal names was used, or `ask_model` with the checks.
 
-    `rule` names the rule that decided (`end`, `no_action`, `literal`, `too_few_actions`, or `none` when
-    the model is asked).
+    `rule` names the rule that decided (`end`, `no_action`, `literal`, `too_few_actions`, `values_used`,
+    or `none` when the model is asked).
     """
 
     label: PreLabel
-    rule: Literal["end", "no_action", "literal", "too_few_actions", "none"]
+    rule: Literal["end", "no_action", "literal", "too_few_actions", "values_used", "none"]
     reason: str
     checks: list[LiteralCheck] = field(default_factory=list)
 
@@ -328,11 +296,20 @@ class PreDecision:
 
 def pre_decide(trajectory: Trajectory) -> PreDecision:
     """Failure by the end, by no executed action, by a missing goal value, or by fewer executed actions
-    than the goal's action verbs; else ask the model.
+    than the goal's action verbs; success when the page closed the task after the last action (`done`),
+    the goal names values, executed actions used every one of them (typed, chosen, clicked by its
+    label) and the goal names no position ("the 4th result") that values cannot show; else ask the
+    model. An answer (`answered`) always goes to the model: using the goal's values does not make the
+    answer right.
 
     Precision first: when the trajectory shows the goal was not met, the model is not asked, however it
     would answer. An `infeasible` claim is exempt from the action count (it needs no actions), not from
-    the goal-value check.
+    the goal-value check, and is never a success without the model.
+
+    Why success without the model: asked one yes/no question over this evidence, the 1.5B model was a
+    coin toss (P(yes) 0.46-0.61 on successes and failures alike, 105 episodes of the development split),
+    and with every goal value used the question added no precision the rule did not have. Measured on two
+    whole runs of the split (`scripts/judge_evidence_report.py`), see the README.
     """
     end = trajectory.end
     if end in FAILED_ENDS:
@@ -355,6 +332,12 @@ def pre_decide(trajectory: Trajectory) -> PreDecision:
             f"{len(executed)} ran ({', '.join(action_name(s) for s in executed)})"
         )
         return PreDecision("failure", "too_few_actions", reason, checks)
+    if end == "done" and checks and all(c.status == "acted" for c in checks):
+        position = _ORDINAL.search(without_quoted(trajectory.task.goal))
+        if position is None:
+            return PreDecision(
+                "success", "values_used", "every value the goal names was used by an executed action", checks
+            )
     return PreDecision("ask_model", "none", "goes to the model", checks)
 
 
@@ -363,13 +346,16 @@ def pre_decide(trajectory: Trajectory) -> PreDecision:
 
 @dataclass
 class PreJudgeFigures:
-    """The no-model part alone against ground truth, counting `ask_model` as success (its best case)."""
+    """The no-model part alone against ground truth: what it decides as success (and how rightly),
+    what it leaves to the model, and the true successes it fails."""
 
     episodes: int = 0
     with_truth: int = 0
     by_rule: dict[str, int] = field(default_factory=dict)
     truth_successes: int = 0
-    successes_to_model: int = 0  # true successes that survive to the model question
+    evidence_successes: int = 0  # true successes the evidence calls success (no model)
+    evidence_false_successes: list[str] = field(default_factory=list)  # true failures it calls success
+    successes_to_model: int = 0  # true successes left to the model question
     failures_to_model: int = 0  # true failures the model must still catch
     false_failures: list[str] = field(default_factory=list)  # true successes the no-model part failed
 
@@ -378,14 +364,27 @@ class PreJudgeFigures:
         return self.successes_to_model + self.failures_to_model
 
     @property
+    def evidence_precision(self) -> float | None:
+        """Precision of the no-model success decisions alone (the model never asked)."""
+        called = self.evidence_successes + len(self.evidence_false_successes)
+        return self.evidence_successes / called if called else None
+
+    @property
+    def evidence_recall(self) -> float | None:
+        """Recall of the no-model success decisions alone: the judge's recall if the model said no to all."""
+        return self.evidence_successes / self.truth_successes if self.truth_successes else None
+
+    @property
     def precision(self) -> float | None:
-        """Share of `ask_model` episodes that truly succeeded: the judge's precision if the model said yes to all."""
-        return self.successes_to_model / self.to_model if self.to_model else None
+        """The judge's precision if the model said yes to every episode it is asked about."""
+        called = self.evidence_successes + len(self.evidence_false_successes) + self.to_model
+        return (self.evidence_successes + self.successes_to_model) / called if called else None
 
     @property
     def recall(self) -> float | None:
-        """Share of true successes that reach the model: the ceiling of the judge's recall."""
-        return self.successes_to_model / self.truth_successes if self.truth_successes else None
+        """The ceiling of the judge's recall: true successes not failed without the model."""
+        kept = self.evidence_successes + self.successes_to_model
+        return kept / self.truth_successes if self.truth_successes else None
 
 
 def pre_judge_figures(rows: Iterable[tuple[Trajectory, PreDecision, bool | None]]) -> PreJudgeFigures:
@@ -401,6 +400,11 @@ def pre_judge_figures(rows: Iterable[tuple[Trajectory, PreDecision, bool | None]
         if decision.label == "ask_model":
             out.successes_to_model += int(truth)
             out.failures_to_model += int(not truth)
+        elif decision.label == "success":
+            if truth:
+                out.evidence_successes += 1
+            else:
+                out.evidence_false_successes.append(trajectory.trajectory_id)
         elif truth:
             out.false_failures.append(trajectory.trajectory_id)
     return out

@@ -2,11 +2,12 @@
 
 Why this shape: asked for a JSON story verdict over goal, actions and final page, the embedded 1.5B
 model called every one of 36 MiniWoB++ episodes a failure (recall 0). So the judge now decides what the
-trajectory settles alone (`awm.evaluation.evidence.pre_decide`: an episode the loop detector, a budget
-or an error ended; no executed action; a goal value that no action used and no page showed, or that
-the page offered as a control no action used; fewer executed actions than the goal's verbs), and asks
-the model only about the rest: goal, the last few actions with their targets and what the page said,
-and the checked goal values, as one yes/no question. On the local backend the answer is decoded under
+trajectory settles alone (`awm.evaluation.evidence.pre_decide`: failure for an episode the loop
+detector, a budget or an error ended; no executed action; a goal value that no action used and no page
+showed, or that the page offered as a control no action used; fewer executed actions than the goal's
+verbs; success when executed actions used every value the goal names), and asks the model only about
+the rest (goals that name no values, or whose values only a page showed): goal, the last few actions
+with their targets and what the page said, and the checked goal values, as one yes/no question. On the local backend the answer is decoded under
 a GBNF grammar (`root ::= "yes" | "no"`); elsewhere the reply's leading yes/no is read. Anything else is
 `unknown`, and `unknown` is never success. Success needs the model's yes AND no missing goal value
 (precision first: a judge that calls failures successes fills memory with wrong workflows).
@@ -235,10 +236,11 @@ def combine(decision: PreDecision, answer: str | None, raw: str) -> Verdict:
 
 
 def pre_verdict(decision: PreDecision) -> Verdict:
-    """The verdict of a no-model decision: failure, with the rule's reason and the checked facts."""
+    """The verdict of a no-model decision (failure or success), with the rule's reason and the checked facts."""
+    assert decision.label != "ask_model", "the model decides this one"
     facts = "; ".join(decision.facts)
     reason = f"no model asked: {decision.reason}" + (f" [{facts}]" if facts else "")
-    return Verdict(judge="failure", judge_reason=reason)
+    return Verdict(judge=decision.label, judge_reason=reason)
 
 
 def _unknown(raw: str, why: str) -> Verdict:
@@ -289,18 +291,30 @@ def judge_trajectory(
     vision: bool = False,
     screenshot_png: bytes | None = None,
     max_observation_chars: int = DEFAULT_MAX_OBSERVATION_CHARS,
+    ask_model: bool | None = None,
 ) -> Verdict:
     """Judge one trajectory. The returned verdict keeps the trajectory's ground-truth reward, so
     `trajectory.verdict = judge_trajectory(...)` loses nothing (the judge itself never reads it).
 
-    No model call when the trajectory settles it (`pre_decide`); else one yes/no question, or with
-    `vision=True` the JSON verdict with `screenshot_png` (a vision-capable model behind an
-    OpenAI-compatible endpoint). `LLMError` propagates: a judge that could not be asked is not a verdict.
+    No model call when the trajectory settles it (`pre_decide`: a failure, or every goal value used);
+    else one yes/no question, or with `vision=True` the JSON verdict with `screenshot_png` (a
+    vision-capable model behind an OpenAI-compatible endpoint). `LLMError` propagates: a judge that
+    could not be asked is not a verdict.
+
+    `ask_model=None` asks unless the client is the embedded local model: measured on the development
+    split, its yes/no over what the evidence leaves open was a coin toss (P(yes) 0.19-0.33 on true
+    successes, 0.27-0.65 on true failures; greedy, it said yes to 4 failures and no success), so with it
+    those episodes are `unknown` (never success) instead. `True` asks any model (a hosted one, or to
+    measure the embedded one again); `False` never asks.
     """
     keep = {"reward": trajectory.verdict.reward, "raw_reward": trajectory.verdict.raw_reward}
     decision = pre_decide(trajectory)
-    if decision.label == "failure":
+    if decision.label != "ask_model":
         return pre_verdict(decision).model_copy(update=keep)
+    if not (ask_model if ask_model is not None else client.backend != "local"):
+        facts = "; ".join(decision.facts) or "no goal values to check"
+        reason = f"no model asked: the evidence does not settle it and the judge's model is not asked [{facts}]"
+        return Verdict(judge="unknown", judge_reason=reason).model_copy(update=keep)
     if vision:
         messages = judge_messages(
             trajectory, screenshot_png=screenshot_png, max_observation_chars=max_observation_chars

@@ -298,6 +298,12 @@ class LLMAgent:
                     page_targets(page).ids_for, page.ids, ctx.history, page.text, page.fingerprint, live=live
                 )
                 ids_for = without_undoing_clicks(ids_for, page)
+                # A text field is filled, not clicked: measured, the model clicked the 'to:' field of
+                # email-inbox-forward again and again after filling it, and multi-layouts' fields before
+                # filling them, until the step limit (`fill` focuses the field itself; `focus` stays).
+                # A combobox keeps its click: a custom one opens its list that way.
+                text_fields = {bid for bid, d in page.elements.items() if d.role in TEXT_ENTRY_ROLES - {"combobox"}}
+                ids_for = {**ids_for, "click": [i for i in ids_for.get("click", page.ids) if i not in text_fields]}
                 if waiting := goal_state.waiting:
                     # What waits for the goal's own controls (`goal_progress`): Submit early ends the task
                     # half done; another word than the link the goal names ends it wrong.
@@ -317,11 +323,6 @@ class LLMAgent:
                 grammar_names = [n for n in offered_names if n not in spent]
             if self.target_first:
                 targets = element_lines(page)
-                # Once the element is named, its own actions: a text field is filled, not clicked (measured:
-                # the model clicked the 'to:' field of email-inbox-forward four times instead of filling it).
-                text_fields = {bid for bid, d in page.elements.items() if d.role in TEXT_ENTRY_ROLES}
-                if ids_for is not None:
-                    ids_for = {**ids_for, "click": [i for i in ids_for.get("click", page.ids) if i not in text_fields]}
                 grammar = target_first_grammar(
                     targets, grammar_names, ids_for=ids_for, workflows=offered or None
                 )

@@ -22,8 +22,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from awm.actions import TEXT_ENTRY_ROLES, TOGGLE_ROLES
-from awm.goal_values import GoalLiteral, extract_goal_literals, is_whole_value, literal_in
-from awm.trajectory import Step
+from awm.goal_values import GoalLiteral, extract_goal_literals, goal_clauses, is_whole_value, literal_in
+from awm.trajectory import Step, action_values
 from awm.webarena.env import PageState
 
 # Roles whose label can be a value the goal names (what the agent picks, not a field it types into).
@@ -141,8 +141,9 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     the year the goal named (multi-layouts).
     """
     literals = extract_goal_literals(goal)
+    closing = _closing_hold(page, goal, history)
     if not literals:
-        return GoalGuidance([], set(), "")
+        return closing
     controls = goal_controls(page, literals)
     pending = [c for c in controls if not _done(c, page, history)]
     named_here = {c.literal for c in controls}
@@ -171,27 +172,51 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
         if missing:
             quoted = ", ".join(f"'{text}'" for text in missing)
             notes.append(f"The link {quoted} named in the goal is not on this page: look for it elsewhere.")
+    if closing.waiting:
+        waiting |= closing.waiting
+        notes.append(closing.note)
     return GoalGuidance(pending, waiting, "\n".join(notes))
 
 
-def _action_values(step: Step) -> list[str]:
-    """The text an executed action entered or chose (fill's value, select_option's options, keys)."""
-    args = step.action.get("args") if step.action else None
-    if step.outcome != "ok" or not isinstance(args, dict):
-        return []
-    out: list[str] = []
-    for name, value in args.items():
-        if name == "bid":
-            continue
-        out += [str(v) for v in value] if isinstance(value, list) else [str(value)]
-    return out
+# Verbs of a goal's closing clause ("..., then press submit") and the words around the control's name there.
+_CLOSING_VERBS = frozenset({"click", "press", "hit", "tap"})
+_AROUND_NAME = frozenset({"a", "an", "the", "on", "at", "button", "link", "tab", "icon", "box"})
+
+
+def _closing_hold(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidance:
+    """The controls a goal's last clause names by a plain word ("..., then press submit": 'Submit'), held
+    while fewer actions ran than the clauses before it ("Expand the section below": one).
+
+    Why: measured on the development split, the model clicked Submit first on "Expand the section below
+    and click submit" (click-collapsible: the section's header shares the name 'Submit' with the button
+    under it) and on "Generate a number less than 6, then press submit"; a page ends the task on its
+    Submit. A quoted value is not a plain word: a link the goal names may be on the first page already.
+    """
+    clauses = goal_clauses(goal)
+    if len(clauses) < 2 or clauses[-1].verb not in _CLOSING_VERBS:
+        return GoalGuidance([], set(), "")
+    name = " ".join(w for w in clauses[-1].rest.split() if w.lower() not in _AROUND_NAME).casefold()
+    ran = sum(1 for step in history if step.outcome == "ok" and step.action is not None)
+    if not name or ran >= len(clauses) - 1:
+        return GoalGuidance([], set(), "")
+    held = {
+        bid
+        for bid in page.ids
+        if (desc := page.elements.get(bid)) is not None
+        and desc.role in PICKED_ROLES
+        and " ".join(desc.label.split()).strip(_EDGE_PUNCTUATION).casefold() == name
+    }
+    if not held:
+        return GoalGuidance([], set(), "")
+    first = "; ".join(f"{c.verb} {c.rest}".strip() for c in clauses[:-1])
+    return GoalGuidance([], held, f"Before '{clauses[-1].verb} {name}', the goal asks: {first}.")
 
 
 def _typed(literal: GoalLiteral, page: PageState, history: Sequence[Step]) -> bool:
     """Whether an executed action entered the value, or a field on the page shows it (part of a word
     counts: 'starts with "Ant"' is typed as 'Antiquary', which the page may have completed itself)."""
     needle = literal.text.casefold()
-    values = [v for step in history for v in _action_values(step)]
+    values = [v for step in history if step.outcome == "ok" for v in action_values(step)]
     values += _field_values(page)
     return any(needle in v.casefold() for v in values)
 
