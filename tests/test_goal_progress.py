@@ -117,3 +117,18 @@ def test_part_of_a_word_counts_as_typed_and_a_value_seen_on_a_page_is_not_one_to
     inbox = Step(index=0, observation="[18] clickable 'Anne Ullamcorper'", outcome="ok")
     forward = page([("85", "textbox", "to:", ""), ("81", "button", "Send", "")], goal)
     assert guidance(forward, goal, [inbox]).note == "Values in the goal not typed yet: 'Alfi'"
+
+
+def test_when_the_goal_names_options_of_a_list_the_others_and_the_list_box_wait() -> None:
+    """Measured: with both named options chosen, the model clicked the list box (its click chooses the
+    option under the box's centre instead), then options the goal did not name, until the step limit."""
+    goal = "Select Ertha, Aurel from the scroll list and click Submit."
+    lines = [
+        ("13", "listbox", "", ""), ("14", "option", "Ertha", "selected"), ("15", "option", "Merridie", ""),
+        ("18", "option", "Aurel", "selected"), ("23", "button", "Submit", ""),
+    ]  # fmt: skip
+    chosen = [clicked("Ertha", "option"), clicked("Aurel", "option")]
+    state = guidance(page(lines, goal), goal, chosen)
+    assert state.pending == [] and state.waiting == {"13", "15"}  # Submit is free, the rest waits
+    unchosen = [(b, r, lab, "") for b, r, lab, _ in lines]
+    assert guidance(page(unchosen, goal), goal, chosen[:1]).waiting == {"13", "15", "23"}

@@ -38,6 +38,9 @@ PICKED_ROLES = frozenset(
 WAITING_ROLES = frozenset({"button", "clickable"})
 # Roles that wait when the goal names a link by its text: the other links and clickable words.
 LINK_ROLES = frozenset({"link", "clickable"})
+# Roles that wait when the goal names options of a list: the other options, and the list box, whose
+# click lands on whatever option is under its centre and replaces the choice.
+OPTION_ROLES = frozenset({"option", "listbox"})
 
 
 @dataclass(frozen=True)
@@ -128,6 +131,9 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
 
     - while any is pending, every button or clickable box whose label is not itself a goal value waits
       (Submit, OK);
+    - when the goal names options of a list shown on the page, the other options and the list box wait
+      (measured on click-scroll-list: with both named options chosen, the model clicked the list box,
+      which chose the option under its centre instead, then clicked options the goal did not name);
     - when the goal names a link by its text, every other link and clickable word waits: the named one
       is the only one to click, and while it is not on the page, what is left (tabs, sections, buttons)
       is how to find it;
@@ -158,6 +164,9 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     if not _has_empty_field(page):
         untyped = []
     waiting = _other_ids(page, literals, WAITING_ROLES) if pending or untyped else set()
+    if any(c.role == "option" for c in controls):
+        # The goal names options of a list shown here: the others, and the list box itself, wait.
+        waiting |= _other_ids(page, literals, OPTION_ROLES)
     links = [GoalLiteral(text, "quoted") for text in named_links(goal)]
     notes = (
         ["Named in the goal and not done yet: " + "; ".join(c.render() for c in pending)] if pending else []
