@@ -257,7 +257,7 @@ TOGGLE_ROLES = frozenset({"checkbox", "radio", "switch", "menuitemcheckbox", "me
 # the grammar turned it into scroll(0, 300), three times, until the loop stop.
 PRESS_ROLES = TEXT_ENTRY_ROLES | {"button"}
 ACTION_ROLES: dict[str, frozenset[str]] = {
-    "fill": TEXT_ENTRY_ROLES,
+    "fill": TEXT_ENTRY_ROLES | {"slider"},  # a slider is filled with its value (`awm.webarena.slider`)
     "clear": TEXT_ENTRY_ROLES,
     "press": PRESS_ROLES,
     "select_option": SELECT_ROLES,
@@ -267,7 +267,7 @@ ACTION_ROLES: dict[str, frozenset[str]] = {
     "SELECT": SELECT_ROLES,
 }
 _NEEDS = {
-    "fill": "a text field",
+    "fill": "a text field or a slider",
     "clear": "a text field",
     "press": "a text field or a button",
     "TYPE": "a text field",

@@ -41,7 +41,8 @@ _NUMBERED = re.compile(r"\b[A-Z][\w-]*\s+#\s?\d+\b")
 _TIME = re.compile(r"\b\d{1,2}:\d{2}(?:\s?[AaPp]\.?[Mm]\.?)?")
 # A number: optional currency sign, digits with thousands separators and decimals; not an ordinal
 # ("5th"), not glued to letters ("x9", "1LO4eNb" are codes, found as names), not a percentage's sign.
-_NUMBER = re.compile(r"(?<![\w.$])[$€£]?-?\d[\d,]*(?:\.\d+)?(?![\w])%?")
+# Thousands separators only in threes ("1,250"): "[17,15,11]" is three numbers.
+_NUMBER = re.compile(r"(?<![\w.$])[$€£]?-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w)%?")
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+")
 
@@ -193,7 +194,8 @@ def _normalise(text: str) -> str:
 def literal_in(literal: GoalLiteral, text: str) -> bool:
     """Whether `literal` occurs in `text` as a whole value (word boundaries; whitespace collapsed).
 
-    "5" is not in "15", "CA" is not in "Cancel"; codes match case-sensitively, words in any case.
+    "5" is not in "15" (nor in "-5", "5.5" or "item-5"), "CA" is not in "Cancel"; codes match
+    case-sensitively, words in any case.
     """
     haystack = _normalise(text)
     flags = 0 if literal.case_sensitive else re.IGNORECASE
@@ -201,6 +203,9 @@ def literal_in(literal: GoalLiteral, text: str) -> bool:
         needle = re.escape(_normalise(variant))
         left = r"(?<![\w])" if variant[:1].isalnum() else ""
         right = r"(?![\w])" if variant[-1:].isalnum() else ""
+        if literal.kind == "number":  # "2" is not in "checkbox-2", "-2" or "2.5"; "-3" not in "checkbox-3"
+            left = r"(?<![\w.-])" if variant[:1].isdigit() else r"(?<![\w])"
+            right += r"(?!\.\d)"
         if re.search(left + needle + right, haystack, flags):
             return True
     return False

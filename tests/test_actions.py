@@ -635,7 +635,7 @@ def test_fill_on_a_button_is_refused_with_the_fix() -> None:
         parse_action("fill('15', 'Submit')", page_ids=ROLES, ids_for=ROLE_IDS, describe=DESCRIBE)
     assert refused.value.kind == "bad_argument"
     assert str(refused.value) == (
-        "fill() needs a text field; [15] is a button 'Submit': use click('15'); ids that fit: '12', '13', '21'"
+        "fill() needs a text field or a slider; [15] is a button 'Submit': use click('15'); ids that fit: '12', '13', '21'"
     )
     with pytest.raises(ActionParseError, match=r"check\(\) needs a checkbox.*\[12\] is a textbox 'Username'"):
         parse_action("check('12')", page_ids=ROLES, ids_for=ROLE_IDS, describe=DESCRIBE)

@@ -132,3 +132,15 @@ def test_when_the_goal_names_options_of_a_list_the_others_and_the_list_box_wait(
     assert state.pending == [] and state.waiting == {"13", "15"}  # Submit is free, the rest waits
     unchosen = [(b, r, lab, "") for b, r, lab, _ in lines]
     assert guidance(page(unchosen, goal), goal, chosen[:1]).waiting == {"13", "15", "23"}
+
+
+def test_a_number_to_set_holds_the_buttons_while_a_slider_does_not_show_it() -> None:
+    """Measured on use-slider: the model clicked Submit with the slider wherever it started."""
+    goal = "Select -94 with the slider and hit Submit."
+    lines = [("16", "slider", "", ""), ("19", "button", "Submit", "")]
+    state = guidance(page(lines, goal), goal, [])
+    assert state.waiting == {"19"} and "Values in the goal not typed yet: '-94'" in state.note
+    moved = Step(index=0, action={"name": "fill", "args": {"bid": "16", "value": "-94"}}, outcome="ok")
+    assert guidance(page(lines, goal), goal, [moved]).waiting == set()
+    words = "Select Anne with the slider and hit Submit."  # only a number is set on a slider
+    assert guidance(page(lines, words), words, [clicked("Other", "button")]).waiting == set()

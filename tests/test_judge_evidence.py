@@ -136,6 +136,8 @@ def prompt_of(stub: StubLLMServer) -> str:
         ("Pay $12.50 for 3 items at 10:30 PM on March 5, 2016; open the 5th tab.",
          ["March 5, 2016", "10:30 PM", "$12.50", "3"]),
         ("Enter 'x9' as the password; it's José's account.", ["x9", "José"]),
+        ("Set the sliders to the combination [17,15,11] and submit.", ["17", "15", "11"]),  # not 171,511
+        ("Pay $1,250.50 now.", ["$1,250.50"]),  # thousands come in threes
     ],
 )  # fmt: skip
 def test_extractor_on_real_looking_goals(goal: str, expected: list[str]) -> None:
@@ -169,6 +171,10 @@ def test_names_listed_together_share_a_group_and_separate_ones_do_not() -> None:
         (GoalLiteral("03/05/2016", "date"), "Date: 3/5/2016", True),
         (GoalLiteral("$1,200", "number"), "total 1200 dollars", True),
         (GoalLiteral("x", "quoted"), "[20] button 'Close'", True),  # the dialog's "x" by its name
+        (GoalLiteral("2", "number"), "[21] checkbox (id=checkbox-2)", False),  # part of a name
+        (GoalLiteral("-3", "number"), "[22] checkbox (id=checkbox-3)", False),
+        (GoalLiteral("-3", "number"), "[16] slider value='-3'", True),
+        (GoalLiteral("2", "number"), "-2 or 2.5", False),  # another number
     ],
 )
 def test_literal_matching_respects_word_boundaries_and_case_of_codes(

@@ -130,6 +130,22 @@ def test_a_click_on_an_option_of_a_multiple_list_adds_it_as_ctrl_click_does(sess
     assert "took away 'Ertha'" in third.feedback and "chosen aurel" in last.observation
 
 
+def test_a_slider_is_filled_with_its_value_by_arrow_keys(session: BrowserSession, base_url: str):
+    """Measured on use-slider: shown as a bare clickable, the model clicked the slider and submitted."""
+    policy = LabelScript(
+        ["fill('{Speed}', '10')", "fill('{Speed}', '25')", "fill('{Volume}', '7')", "fill('{Speed}', 'fast')", "noop()"]
+    )
+    trajectory = run_episode(session, policy, fixture_task(base_url, "slider"), HarnessConfig(max_steps=5))
+    first, beyond, native, words, last = trajectory.steps
+    assert "slider 'Speed' value='4'" in first.observation and "\n4\n" not in first.observation
+    # 6 presses at one unit each (it moved 12), then 3 back at the step seen (2)
+    assert first.outcome == "ok" and "moved the slider from 4 to 10 with the arrow keys (9 presses)" in first.feedback
+    assert beyond.outcome == "ok" and "shows 20 after" in beyond.feedback and "from 10, not 25" in beyond.feedback
+    assert native.outcome == "ok" and "from 3 to 7" in native.feedback, native.error
+    assert words.outcome == "action_error" and "is a slider: fill it with a number, not 'fast'" in words.error
+    assert "slider 'Speed' value='20'" in last.observation and "slider 'Volume' value='7'" in last.observation
+
+
 def test_label_renamed_after_load_and_after_click(session: BrowserSession, base_url: str):
     policy = LabelScript(["click('{Submit order}')", "noop()"])
     trajectory = run_episode(session, policy, fixture_task(base_url, "renamed"), HarnessConfig(max_steps=2))
@@ -202,7 +218,7 @@ def test_fill_on_a_button_is_refused_with_the_fix_then_the_click_lands(
     refused = policy.contexts[1].retry_error
     assert (
         refused
-        == f"bad_argument: fill() needs a text field; [{bid}] is a button 'Do nothing': use click('{bid}')"
+        == f"bad_argument: fill() needs a text field or a slider; [{bid}] is a button 'Do nothing': use click('{bid}')"
     )
     assert step.llm_calls == 2 and step.action_str == f"click('{bid}')" and step.outcome == "ok"
     # the same answer goes through as before when the role check is off

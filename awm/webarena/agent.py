@@ -191,6 +191,10 @@ def _fresh_feedback(ctx: DecisionContext) -> str:
     return ctx.feedback
 
 
+# Roles that `fill` sets and a click only disturbs (see `LLMAgent.build_request`).
+FILLED_NOT_CLICKED = (TEXT_ENTRY_ROLES - {"combobox"}) | {"slider"}
+
+
 class LLMAgent:
     """A `Policy` that asks an LLM for each step.
 
@@ -298,12 +302,13 @@ class LLMAgent:
                     page_targets(page).ids_for, page.ids, ctx.history, page.text, page.fingerprint, live=live
                 )
                 ids_for = without_undoing_clicks(ids_for, page)
-                # A text field is filled, not clicked: measured, the model clicked the 'to:' field of
-                # email-inbox-forward again and again after filling it, and multi-layouts' fields before
-                # filling them, until the step limit (`fill` focuses the field itself; `focus` stays).
+                # A text field or a slider is filled, not clicked: measured, the model clicked the 'to:'
+                # field of email-inbox-forward again and again after filling it, and multi-layouts' fields
+                # before filling them, until the step limit (`fill` focuses the field itself; `focus`
+                # stays); a click on a slider moves its handle to the box's centre (use-slider).
                 # A combobox keeps its click: a custom one opens its list that way.
-                text_fields = {bid for bid, d in page.elements.items() if d.role in TEXT_ENTRY_ROLES - {"combobox"}}
-                ids_for = {**ids_for, "click": [i for i in ids_for.get("click", page.ids) if i not in text_fields]}
+                filled = {bid for bid, d in page.elements.items() if d.role in FILLED_NOT_CLICKED}
+                ids_for = {**ids_for, "click": [i for i in ids_for.get("click", page.ids) if i not in filled]}
                 if waiting := goal_state.waiting:
                     # What waits for the goal's own controls (`goal_progress`): Submit early ends the task
                     # half done; another word than the link the goal names ends it wrong.

@@ -19,6 +19,7 @@ from awm.trajectory import StepOutcome
 from awm.webarena.field_values import field_value
 from awm.webarena.outcomes import EnvCrashError, ExecResult, looks_like_crash
 from awm.webarena.sanitize import sanitize_text
+from awm.webarena.slider import ROUNDS, SliderState, presses, read_slider, shown, target_value
 
 
 class BrowserSession(Protocol):
@@ -217,6 +218,7 @@ class _Prepared:
     early: ExecResult | None = None
     note: str = ""
     target: _Target | None = None
+    slider: SliderState | None = None  # a fill on a slider: moved by arrow keys (`awm.webarena.slider`)
 
 
 def _prepare(session: BrowserSession, action: Action) -> _Prepared:
@@ -263,6 +265,16 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
             return _Prepared([], ExecResult(outcome="not_interactable", error=f"{what} {problem}"), target=target)
     if action.name == "fill":
         value = str(action.args.get("value", ""))
+        if target.tag not in ("input", "textarea", "select") or target.type == "range":
+            slider = read_slider(locator) if not target.editable else None
+            if slider is not None:
+                if target_value(value) is None:
+                    error = f"{_describe(bid, target=target)} is a slider: fill it with a number, not '{sanitize_text(value, 40)}'"
+                    return _Prepared([], ExecResult(outcome="action_error", error=error), target=target)
+                if slider.value is None:
+                    error = f"{_describe(bid, target=target)} is a slider that shows no value to set it by"
+                    return _Prepared([], ExecResult(outcome="not_interactable", error=error), target=target)
+                return _Prepared([action], target=target, slider=slider)
         wire = field_value(target.type, value) if target.tag == "input" else None
         if wire is not None and wire != value:
             # A date or time field takes only its own format (`field_values`): 5:36 PM is written 17:36.
@@ -291,6 +303,8 @@ def execute_action(session: BrowserSession, action: Action) -> ExecResult:
         return ExecResult(outcome="action_error", error=short_error(message), transient=True)
     if prepared.early is not None:
         return prepared.early
+    if prepared.slider is not None:
+        return _move_slider(session, action, prepared.slider, prepared.target)
     actions, note, approval = prepared.actions, prepared.note, None
     rails = getattr(session, "rails", None)
     if rails is not None:  # a live run: field refusals, an off-site goto, the gate (raises RailsRefusal)
@@ -314,3 +328,38 @@ def execute_action(session: BrowserSession, action: Action) -> ExecResult:
         return ExecResult(outcome="ok", note=note, approval=approval)
     outcome, transient = classify_error(error)
     return ExecResult(outcome=outcome, error=short_error(error), transient=transient, note=note, approval=approval)
+
+
+def _move_slider(session: BrowserSession, action: Action, slider: SliderState, target: _Target | None) -> ExecResult:
+    """Press the arrow keys on the slider's handle until it shows the value `fill` asked for: a first
+    round at one unit per press, then up to two more with the step the first round showed. The rails
+    review the presses of a live run like any other action."""
+    bid = action.target_id or ""
+    goal = target_value(str(action.args.get("value", "")))
+    assert goal is not None and slider.value is not None, "checked by _prepare"
+    start, now, step, pressed = slider.value, slider.value, 1.0, 0
+    rails = getattr(session, "rails", None)
+    control = control_of(target) if target is not None else None
+    for _ in range(ROUNDS):
+        planned = presses(slider.handle, goal - now, step)
+        if not planned:
+            break
+        if rails is not None:
+            rails.review(planned[0], control, session.page)
+        error = session.step_rendered("\n".join(render_action(a) for a in planned))
+        if error:
+            outcome, transient = classify_error(error)
+            return ExecResult(outcome=outcome, error=short_error(error), transient=transient)
+        pressed += len(planned)
+        locator = locate(session.page, bid)
+        after = read_slider(locator) if locator is not None else None
+        if after is None or after.value is None or after.value == now:
+            break  # at its end, or it stopped showing a value: say where it is
+        step = abs(after.value - now) / len(planned)
+        now = after.value
+    if now == goal:
+        return ExecResult(note=f"moved the slider from {shown(start)} to {shown(now)} with the arrow keys ({pressed} presses)")
+    where = f"the slider [{bid}] shows {shown(now)} after {pressed} arrow-key presses from {shown(start)}, not {shown(goal)}"
+    if now == start:
+        return ExecResult(outcome="no_progress", error=f"{where}: it did not move")
+    return ExecResult(note=f"{where}: it may not reach that value")

@@ -139,7 +139,8 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
       is how to find it;
     - while a value the goal names is neither a control here, nor typed yet (no action used it and no
       field shows it), nor shown on any page so far (then it says where to look: "the email by Anne"),
-      and the page has an empty text field, every button or clickable box that is not a goal value waits.
+      and the page has an empty text field (or, for a number, a slider), every button or clickable box
+      that is not a goal value waits.
 
     Why the second: measured on the development split, the model expanded one section, did not find
     the link the goal named, and clicked another word, which ends the task (click-collapsible-2,
@@ -162,7 +163,9 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
         and not any(literal_in(x, text) for text in pages)
     ]
     if not _has_empty_field(page):
-        untyped = []
+        # A slider is never empty: a number not set yet waits for it all the same (use-slider: the model
+        # clicked Submit with the slider wherever it started).
+        untyped = [x for x in untyped if x.kind == "number" and _has_slider(page)]
     waiting = _other_ids(page, literals, WAITING_ROLES) if pending or untyped else set()
     if any(c.role == "option" for c in controls):
         # The goal names options of a list shown here: the others, and the list box itself, wait.
@@ -246,6 +249,10 @@ def _field_values(page: PageState) -> list[str]:
 def _has_empty_field(page: PageState) -> bool:
     """Whether the page shows a text field with nothing in it."""
     return len(_text_fields(page)) > len(_field_values(page))
+
+
+def _has_slider(page: PageState) -> bool:
+    return any((d := page.elements.get(bid)) is not None and d.role == "slider" for bid in page.ids)
 
 
 def _text_fields(page: PageState) -> list[str]:

@@ -38,6 +38,7 @@ CLICK_TARGET_ROLES = frozenset(
 # Roles that take their label from the text printed just before them when they have no name.
 LABEL_BEFORE_ROLES = frozenset({"textbox", "searchbox", "combobox", "spinbutton", "slider", "listbox"})
 LABEL_AFTER_ROLES = frozenset({"checkbox", "radio", "switch"})
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 VALUE_ROLES = frozenset({"textbox", "searchbox", "combobox", "spinbutton", "slider", "ProgressIndicator"})
 OPAQUE_ROLES = frozenset({"textbox", "searchbox", "spinbutton", "slider"})
 SKIPPED_ROLES = frozenset({"InlineTextBox", "LineBreak", "ListMarker"})
@@ -198,6 +199,21 @@ class _Builder:
             stack.extend(self.children(child))
         return False
 
+    def is_slider_box(self, node: dict[str, Any]) -> bool:
+        """A clickable box with no text whose one child is a nameless, empty, focusable handle: a slider
+        drawn by script (jQuery UI's, and most others, carry no ARIA role). Why: shown as a bare
+        `clickable`, the model clicked it (which moves the handle to the box's centre) and submitted;
+        as a `slider` it takes `fill` with the value (`awm.webarena.executor` moves the handle by keys)."""
+        kids = self.children(node)
+        if len(kids) != 1 or self.subtree_text(node).strip():
+            return False
+        handle = kids[0]
+        return (
+            _props(handle).get("focusable") is True
+            and not (handle.get("name", {}).get("value") or "").strip()
+            and not self.children(handle)
+        )
+
     def options_of(self, node: dict[str, Any]) -> list[str]:
         found: list[str] = []
 
@@ -243,6 +259,9 @@ class _Builder:
                 label = sanitize_text(name or self.subtree_text(node, 80), self.name_chars)
                 self.dialogs.append(label)
                 self.emit_text(f"{role} '{label}'" if label else role, frame, offscreen)
+            elif clickable and role in ("generic", "none") and self.is_slider_box(node):
+                self.emit_element(node, "slider", name, props, bid, frame, offscreen)
+                return  # its handle is the slider itself
             elif role in DATE_TIME_ROLES and bid:
                 self.emit_element(node, "textbox", name, props, bid, frame, offscreen, kind=DATE_TIME_ROLES[role])
                 return  # its parts (spinbuttons, the picker button) are the field itself
@@ -357,6 +376,19 @@ class _Builder:
         flush()
         self.lines = out
 
+    def show_slider_values(self) -> None:
+        """A slider without a value of its own takes the number printed just after it as its value (a
+        script slider shows its value in a box beside it): `[16] slider value='-91'`, not a stray `-91`
+        that the next field would take as its label."""
+        drop: set[int] = set()
+        for i, line in enumerate(self.lines[:-1]):
+            after = self.lines[i + 1]
+            if line.role == "slider" and line.value is None and after.is_text and _NUMBER.fullmatch(after.text):
+                line.value = after.text
+                line.text += f" value='{after.text}'"
+                drop.add(i + 1)
+        self.lines = [line for k, line in enumerate(self.lines) if k not in drop]
+
     def attach_labels(self) -> None:
         """Give unnamed inputs the short text printed just before (fields) or after (checkboxes) them."""
         drop: set[int] = set()
@@ -431,6 +463,7 @@ def build_observation(
     if builder.nodes:
         builder.walk(builder.nodes[0], "", False, False, "")
     builder.join_spelled()
+    builder.show_slider_values()
     builder.attach_labels()
     lines = builder.lines
     # A focused element is marked even when the tree did not flag it (e.g. inside an iframe).
