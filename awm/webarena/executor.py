@@ -269,7 +269,8 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
             slider = read_slider(locator) if not target.editable else None
             if slider is not None:
                 if target_value(value) is None:
-                    error = f"{_describe(bid, target=target)} is a slider: fill it with a number, not '{sanitize_text(value, 40)}'"
+                    asked = sanitize_text(value, 40)
+                    error = f"{_describe(bid, target=target)} is a slider: fill it with a number, not '{asked}'"
                     return _Prepared([], ExecResult(outcome="action_error", error=error), target=target)
                 if slider.value is None:
                     error = f"{_describe(bid, target=target)} is a slider that shows no value to set it by"
@@ -344,8 +345,9 @@ def _move_slider(session: BrowserSession, action: Action, slider: SliderState, t
         planned = presses(slider.handle, goal - now, step)
         if not planned:
             break
-        if rails is not None:
-            rails.review(planned[0], control, session.page)
+        approval = rails.review(planned[0], control, session.page) if rails is not None else None
+        if approval is not None and not approval.approved:
+            return ExecResult(outcome="denied", approval=approval, error=f"a person denied moving the slider ({approval.reason})")
         error = session.step_rendered("\n".join(render_action(a) for a in planned))
         if error:
             outcome, transient = classify_error(error)
@@ -358,8 +360,12 @@ def _move_slider(session: BrowserSession, action: Action, slider: SliderState, t
         step = abs(after.value - now) / len(planned)
         now = after.value
     if now == goal:
-        return ExecResult(note=f"moved the slider from {shown(start)} to {shown(now)} with the arrow keys ({pressed} presses)")
-    where = f"the slider [{bid}] shows {shown(now)} after {pressed} arrow-key presses from {shown(start)}, not {shown(goal)}"
+        moved = f"moved the slider from {shown(start)} to {shown(now)} with the arrow keys ({pressed} presses)"
+        return ExecResult(note=moved)
+    where = (
+        f"the slider [{bid}] shows {shown(now)} after {pressed} arrow-key presses from {shown(start)}, "
+        f"not {shown(goal)}"
+    )
     if now == start:
         return ExecResult(outcome="no_progress", error=f"{where}: it did not move")
     return ExecResult(note=f"{where}: it may not reach that value")
