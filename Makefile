@@ -10,7 +10,7 @@ demo: setup
 
 test: setup
 	$(VENV)/bin/ruff check awm tests scripts
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q --durations=15
 
 lint: setup
 	$(VENV)/bin/ruff check awm tests scripts

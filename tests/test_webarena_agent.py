@@ -519,6 +519,19 @@ def test_when_every_choice_is_spent_the_spent_scroll_comes_back_and_the_role_rul
     assert not regex.fullmatch("fill('12', 'x')") and not regex.fullmatch("fill('11', 'x')")
 
 
+def test_a_slider_is_filled_not_clicked() -> None:
+    """Measured on use-slider: a click on the slider moved its handle to the box's centre."""
+    text = "[16] slider (id=slider) value='-91'\n[19] button 'Submit'"
+    elements = {"16": TargetDesc(role="slider", label=""), "19": TargetDesc(role="button", label="Submit")}
+    p = PageState(text=text, ids=list(elements), elements=elements, url="", goal=PLAIN_GOAL, fingerprint="fp")
+    with StubLLMServer() as stub:
+        settings = stub_settings(stub)
+        agent = LLMAgent(local_style_client(stub, settings), CharEstimateCounter(), settings=settings)
+        regex = re.compile(gbnf_to_regex(agent.build_request(ctx(p, []))[0].grammar or ""))
+    assert regex.fullmatch("fill('16', '-94')") and not regex.fullmatch("click('16')")
+    assert regex.fullmatch("click('19')") and not regex.fullmatch("fill('19', '-94')")
+
+
 def test_submit_waits_while_boxes_the_goal_lists_are_unticked() -> None:
     """Measured: the model ticked one of the boxes the goal listed and clicked Submit (two steps)."""
     goal = "Select Jc, XMHY and click Submit."
