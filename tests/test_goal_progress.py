@@ -144,3 +144,22 @@ def test_a_number_to_set_holds_the_buttons_while_a_slider_does_not_show_it() -> 
     assert guidance(page(lines, goal), goal, [moved]).waiting == set()
     words = "Select Anne with the slider and hit Submit."  # only a number is set on a slider
     assert guidance(page(lines, words), words, [clicked("Other", "button")]).waiting == set()
+
+
+def test_a_control_the_goal_names_by_its_place_is_pending_and_the_others_of_its_kind_wait() -> None:
+    """Measured on form-sequence: the model ticked the 3rd checkbox and then the 1st as well."""
+    goal = "Select 7 with the slider, click the 3rd checkbox, then hit Submit."
+    lines = [
+        ("16", "slider", "", ""), ("20", "checkbox", "", ""), ("21", "checkbox", "", ""),
+        ("22", "checkbox", "", ""), ("24", "button", "Submit", ""),
+    ]  # fmt: skip
+    state = guidance(page(lines, goal), goal, [])
+    assert [c.bid for c in state.pending] == ["22"] and state.waiting == {"20", "21", "24"}
+    assert "Named in the goal and not done yet: [22] checkbox (the 3rd checkbox)" in state.note
+    ticked = [(b, r, lab, "checked" if b == "22" else f) for b, r, lab, f in lines]
+    moved = Step(index=0, action={"name": "fill", "args": {"bid": "16", "value": "7"}}, outcome="ok")
+    third = Step(index=1, action={"name": "click", "args": {"bid": "22"}}, outcome="ok")
+    assert guidance(page(ticked, goal), goal, [moved, third]).waiting == {"20", "21"}  # Submit is free
+    # Not a control's place: no such kind, or fewer of them than the place.
+    for other in ("Click the 4th search result.", "Click the 5th checkbox.", "First, click Submit."):
+        assert guidance(page(lines, other), other, []).pending == [], other

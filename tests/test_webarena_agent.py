@@ -532,6 +532,28 @@ def test_a_slider_is_filled_not_clicked() -> None:
     assert regex.fullmatch("click('19')") and not regex.fullmatch("fill('19', '-94')")
 
 
+def test_disabled_elements_are_not_offered() -> None:
+    """Measured on login-user-popup: the model filled, cleared and clicked the fields a popup had
+    disabled until the step limit, while the popup's own buttons were there to answer."""
+    text = (
+        "[16] textbox 'Username', disabled\n[19] textbox 'Password', disabled\n[20] button 'OK', disabled\n"
+        "Your session is about to time out.\n[25] button 'OK'\n[26] button 'Cancel'"
+    )
+    elements = {
+        "16": TargetDesc(role="textbox", label="Username"), "19": TargetDesc(role="textbox", label="Password"),
+        "20": TargetDesc(role="button", label="OK"), "25": TargetDesc(role="button", label="OK"),
+        "26": TargetDesc(role="button", label="Cancel"),
+    }  # fmt: skip
+    p = PageState(text=text, ids=list(elements), elements=elements, url="", goal=PLAIN_GOAL, fingerprint="fp")
+    assert p.flags("16") == ("disabled",) and p.flags("25") == ()
+    with StubLLMServer() as stub:
+        settings = stub_settings(stub)
+        agent = LLMAgent(local_style_client(stub, settings), CharEstimateCounter(), settings=settings)
+        regex = re.compile(gbnf_to_regex(agent.build_request(ctx(p, []))[0].grammar or ""))
+    assert regex.fullmatch("click('25')") and regex.fullmatch("click('26')")
+    assert not any(regex.fullmatch(a) for a in ("click('20')", "fill('16', 'juan')", "focus('19')"))
+
+
 def test_submit_waits_while_boxes_the_goal_lists_are_unticked() -> None:
     """Measured: the model ticked one of the boxes the goal listed and clicked Submit (two steps)."""
     goal = "Select Jc, XMHY and click Submit."

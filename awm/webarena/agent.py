@@ -140,6 +140,21 @@ def without_undoing_clicks(ids_for: dict[str, list[str]], page: PageState) -> di
     return {**ids_for, "click": [i for i in ids_for.get("click", page.ids) if i not in chosen]}
 
 
+def without_disabled(ids_for: dict[str, list[str]], page: PageState) -> dict[str, list[str]]:
+    """Per-action ids minus the elements the page shows disabled, for every action that needs an
+    enabled target (the executor refuses it there anyway).
+
+    Why: measured on login-user-popup, a popup disabled the form; the model filled, cleared, clicked and
+    pressed Enter on the disabled fields until the step limit, while the popup's own buttons waited.
+    """
+    disabled = {bid for bid in page.ids if "disabled" in page.flags(bid)}
+    if not disabled:
+        return ids_for
+    # A disabled element takes no focus either (the model focused the disabled password field).
+    acting = [name for name, spec in ACTION_SETS["browser"].items() if spec.needs_interactable or name == "focus"]
+    return {**ids_for, **{n: [i for i in ids_for.get(n, page.ids) if i not in disabled] for n in acting}}
+
+
 def spent_plain_actions(history: list[Step], page: PageState) -> set[str]:
     """Names of actions without an element (scroll, noop...) already taken on this page as it is now:
     same fingerprint and the same text, so the page, scrolled or not, showed nothing new.
@@ -301,7 +316,7 @@ class LLMAgent:
                 ids_for = without_spent_choices(
                     page_targets(page).ids_for, page.ids, ctx.history, page.text, page.fingerprint, live=live
                 )
-                ids_for = without_undoing_clicks(ids_for, page)
+                ids_for = without_disabled(without_undoing_clicks(ids_for, page), page)
                 # A text field or a slider is filled, not clicked: measured, the model clicked the 'to:'
                 # field of email-inbox-forward again and again after filling it, and multi-layouts' fields
                 # before filling them, until the step limit (`fill` focuses the field itself; `focus`

@@ -62,6 +62,15 @@ class PageState(BaseModel):
     _png: bytes | None = PrivateAttr(default=None)
     _html: str | None = PrivateAttr(default=None)
 
+    def flags(self, bid: str) -> tuple[str, ...]:
+        """The element's state words (checked, selected, disabled...), from the page snapshot, else from
+        its observation line (`[18] checkbox 'Jc', checked, focused`)."""
+        if self.snapshot is not None and bid in self.snapshot.controls:
+            return tuple(self.snapshot.controls[bid].flags)
+        head = f"[{bid}] "
+        line = next((ln for ln in self.text.splitlines() if ln.startswith(head)), "")
+        return tuple(word.strip() for word in line.split(",")[1:])
+
     def screenshot_png(self) -> bytes | None:
         """The screenshot as PNG, encoded on first call and kept; None without a screenshot."""
         if self._png is None and self.screenshot is not None:

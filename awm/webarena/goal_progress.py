@@ -53,7 +53,9 @@ class GoalControl:
     literal: GoalLiteral
 
     def render(self) -> str:
-        return f"[{self.bid}] {self.role} '{self.label}'"
+        if self.label:
+            return f"[{self.bid}] {self.role} '{self.label}'"
+        return f"[{self.bid}] {self.role} (the {self.literal.text})"
 
 
 _EDGE_PUNCTUATION = ".,;:!?"
@@ -69,15 +71,6 @@ def _names(literal: GoalLiteral, label: str) -> bool:
     return bool(bare.text) and is_whole_value(bare, label.strip(_EDGE_PUNCTUATION))
 
 
-def _flags(page: PageState, bid: str) -> tuple[str, ...]:
-    """The element's state words (checked, selected...), from the page snapshot, else from its line."""
-    if page.snapshot is not None and bid in page.snapshot.controls:
-        return tuple(page.snapshot.controls[bid].flags)
-    head = f"[{bid}] "
-    line = next((ln for ln in page.text.splitlines() if ln.startswith(head)), "")
-    return tuple(word.strip() for word in line.split(",")[1:])
-
-
 def goal_controls(page: PageState, literals: Sequence[GoalLiteral]) -> list[GoalControl]:
     """The page's controls, in page order, whose whole label is one of `literals`."""
     found = []
@@ -91,16 +84,56 @@ def goal_controls(page: PageState, literals: Sequence[GoalLiteral]) -> list[Goal
     return found
 
 
+_ORDINAL_WORDS = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5,
+    "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10,
+}  # fmt: skip
+# What a goal calls a control by its place ("the 3rd checkbox"): the noun and the role it means.
+_PLACED_ROLES = {
+    "checkbox": "checkbox", "checkboxes": "checkbox", "radio button": "radio", "radio": "radio",
+    "button": "button", "link": "link", "tab": "tab", "option": "option",
+}  # fmt: skip
+_PLACED = re.compile(
+    r"\b(\d+)(?:st|nd|rd|th)|\b(" + "|".join(_ORDINAL_WORDS) + r")\b", re.IGNORECASE
+)
+
+
+def ordinal_controls(page: PageState, goal: str) -> list[GoalControl]:
+    """The controls a goal names by their place among those of one kind ("click the 3rd checkbox"):
+    the n-th element of that role on the page, in page order, when there are that many.
+
+    Why: measured on form-sequence, the model ticked the 3rd checkbox and then the 1st as well.
+    """
+    found: list[GoalControl] = []
+    for match in _PLACED.finditer(goal):
+        rest = goal[match.end() :].lstrip().lower()
+        noun = next((n for n in sorted(_PLACED_ROLES, key=len, reverse=True) if re.match(rf"{n}\b", rest)), None)
+        if noun is None:
+            continue
+        place = int(match.group(1)) if match.group(1) else _ORDINAL_WORDS[match.group(2).lower()]
+        role = _PLACED_ROLES[noun]
+        of_role = [bid for bid in page.ids if (d := page.elements.get(bid)) is not None and d.role == role]
+        if 0 < place <= len(of_role):
+            bid = of_role[place - 1]
+            words = f"{match.group(0)} {noun}"
+            found.append(GoalControl(bid, role, page.elements[bid].label, GoalLiteral(words, "name")))
+    return found
+
+
 def _done(control: GoalControl, page: PageState, history: Sequence[Step]) -> bool:
     """A box or radio button is done when it shows checked now (a second click unticks it); any other
     control when it shows selected, or an executed action acted on a control of that label."""
-    flags = _flags(page, control.bid)
+    flags = page.flags(control.bid)
     if control.role in TOGGLE_ROLES:
         return "checked" in flags
     if "selected" in flags:
         return True
     return any(
-        step.outcome == "ok" and step.target is not None and _names(control.literal, step.target.label)
+        step.outcome == "ok"
+        and (
+            (step.target is not None and _names(control.literal, step.target.label))
+            or (step.action is not None and (step.action.get("args") or {}).get("bid") == control.bid)
+        )
         for step in history
         if step.called_by is None
     )
@@ -149,11 +182,13 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     """
     literals = extract_goal_literals(goal)
     closing = _closing_hold(page, goal, history)
-    if not literals:
+    ordinals = ordinal_controls(page, goal)
+    if not literals and not ordinals:
         return closing
     controls = goal_controls(page, literals)
-    pending = [c for c in controls if not _done(c, page, history)]
     named_here = {c.literal for c in controls}
+    controls += ordinals
+    pending = [c for c in controls if not _done(c, page, history)]
     pages = [s.observation.replace(goal, " ") for s in history] + [page.text.replace(goal, " ")]
     untyped = [
         x
@@ -167,6 +202,10 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
         # clicked Submit with the slider wherever it started).
         untyped = [x for x in untyped if x.kind == "number" and _has_slider(page)]
     waiting = _other_ids(page, literals, WAITING_ROLES) if pending or untyped else set()
+    for control in ordinals:
+        # "the 3rd checkbox": the other checkboxes wait (form-sequence: the model ticked the 1st too).
+        waiting |= {bid for bid in page.ids if (d := page.elements.get(bid)) is not None and d.role == control.role}
+    waiting -= {c.bid for c in ordinals}
     if any(c.role == "option" for c in controls):
         # The goal names options of a list shown here: the others, and the list box itself, wait.
         waiting |= _other_ids(page, literals, OPTION_ROLES)
@@ -233,9 +272,10 @@ def _typed(literal: GoalLiteral, page: PageState, history: Sequence[Step]) -> bo
     return any(needle in v.casefold() for v in values)
 
 
-def _field_values(page: PageState) -> list[str]:
-    """The values the page's text fields show now (from the page snapshot, else from their lines)."""
-    fields = _text_fields(page)
+def _field_values(page: PageState, fields: Sequence[str] | None = None) -> list[str]:
+    """The values the page's text fields (or those of `fields`) show now (from the page snapshot, else
+    from their lines)."""
+    fields = _text_fields(page) if fields is None else fields
     if page.snapshot is not None:
         return [v for bid in fields if (c := page.snapshot.controls.get(bid)) is not None and (v := c.value)]
     out = []
@@ -247,8 +287,10 @@ def _field_values(page: PageState) -> list[str]:
 
 
 def _has_empty_field(page: PageState) -> bool:
-    """Whether the page shows a text field with nothing in it."""
-    return len(_text_fields(page)) > len(_field_values(page))
+    """Whether the page shows a text field with nothing in it that takes text now (not disabled)."""
+    return any(
+        "disabled" not in page.flags(bid) and not _field_values(page, [bid]) for bid in _text_fields(page)
+    )
 
 
 def _has_slider(page: PageState) -> bool:
