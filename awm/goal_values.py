@@ -218,6 +218,25 @@ def is_whole_value(literal: GoalLiteral, label: str) -> bool:
     return label.casefold() in {v.casefold() for v in _variants(literal)}
 
 
+# --- the letter case a goal asks for ------------------------------------------------------------
+
+_CASE = re.compile(r"\b(upper|lower)[\s-]?case\b|\b(capital)\s+letters\b", re.IGNORECASE)
+
+
+def asked_case(goal: str) -> Literal["upper", "lower"] | None:
+    """The letter case the goal asks a value to be typed in ("in all upper case letters"), if any."""
+    match = _CASE.search(goal)
+    if match is None:
+        return None
+    return "lower" if (match.group(1) or "").lower() == "lower" else "upper"
+
+
+def in_case(value: str, case: Literal["upper", "lower"]) -> bool:
+    """Whether `value` is written in `case` (digits and punctuation count as either)."""
+    return value == (value.upper() if case == "upper" else value.lower())
+
+
+
 # --- how many actions the goal asks for ---------------------------------------------------------
 
 # Imperative verbs that each need at least one action of their own when they start a clause of the

@@ -163,3 +163,15 @@ def test_a_control_the_goal_names_by_its_place_is_pending_and_the_others_of_its_
     # Not a control's place: no such kind, or fewer of them than the place.
     for other in ("Click the 4th search result.", "Click the 5th checkbox.", "First, click Submit."):
         assert guidance(page(lines, other), other, []).pending == [], other
+
+
+def test_a_value_typed_in_another_letter_case_than_the_goal_asks_holds_the_buttons() -> None:
+    """Measured on enter-text-2: the model typed 'Cristin' for "cristin in all upper case" and submitted."""
+    goal = 'Type "cristin" in all upper case letters in the text input and press Submit.'
+    typed = [clicked("x", "textbox")]
+    wrong = page([("14", "textbox", "", ""), ("15", "button", "Submit", "")], goal)
+    wrong.text = "[14] textbox value='Cristin'\n[15] button 'Submit'"
+    state = guidance(wrong, goal, typed)
+    assert state.waiting == {"15"} and "'Cristin' is not in upper case as the goal asks" in state.note
+    wrong.text = "[14] textbox value='CRISTIN'\n[15] button 'Submit'"
+    assert guidance(wrong, goal, typed).waiting == set()

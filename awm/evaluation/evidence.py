@@ -26,7 +26,9 @@ from typing import Literal, get_args
 
 from awm.goal_values import (
     GoalLiteral,
+    asked_case,
     extract_goal_literals,
+    in_case,
     is_whole_value,
     literal_in,
     required_actions,
@@ -119,21 +121,6 @@ def _acted_by(literal: GoalLiteral, step: Step) -> str | None:
     return None
 
 
-_CASE = re.compile(r"\b(upper|lower)[\s-]?case\b|\b(capital)\s+letters\b", re.IGNORECASE)
-
-
-def asked_case(goal: str) -> Literal["upper", "lower"] | None:
-    """The letter case the goal asks a value to be typed in ("in all upper case letters"), if any."""
-    match = _CASE.search(goal)
-    if match is None:
-        return None
-    return "lower" if (match.group(1) or "").lower() == "lower" else "upper"
-
-
-def _in_case(value: str, case: Literal["upper", "lower"]) -> bool:
-    return value == (value.upper() if case == "upper" else value.lower())
-
-
 def _page_said(step: Step, trajectory: Trajectory) -> str:
     """What the page showed in answer to an executed action (reaction, feedback), without the
     harness's echo of actions ("You repeated fill('17', '03/15/2016')..."): an echo is not the page."""
@@ -217,7 +204,7 @@ def check_literal(literal: GoalLiteral, trajectory: Trajectory) -> LiteralCheck:
         last, how = done[-1]
         case = asked_case(goal)
         typed = [v for v in action_values(last) if literal_in(literal, v)]
-        if case is not None and typed and not any(_in_case(v, case) for v in typed):
+        if case is not None and typed and not any(in_case(v, case) for v in typed):
             return LiteralCheck(literal, "miscased", f"{how}, as {typed[-1]!r}: not in {case} case as the goal asks")
         earlier = [str(s.index) for s, _ in done[:-1]]
         where = how + (f" (also at step {', '.join(earlier)})" if earlier else "")

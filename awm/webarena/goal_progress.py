@@ -22,7 +22,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from awm.actions import TEXT_ENTRY_ROLES, TOGGLE_ROLES
-from awm.goal_values import GoalLiteral, extract_goal_literals, goal_clauses, is_whole_value, literal_in
+from awm.goal_values import (
+    GoalLiteral,
+    asked_case,
+    extract_goal_literals,
+    goal_clauses,
+    in_case,
+    is_whole_value,
+    literal_in,
+)
 from awm.trajectory import Step, action_values
 from awm.webarena.env import PageState
 
@@ -216,6 +224,12 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     if untyped:
         in_goal_order = sorted(untyped, key=lambda x: goal.find(x.text))
         notes.append("Values in the goal not typed yet: " + ", ".join(f"'{x.text}'" for x in in_goal_order))
+    case = asked_case(goal)
+    miscased = [v for v in _field_values(page) if case and any(literal_in(x, v) for x in literals) and not in_case(v, case)]
+    if case and miscased:
+        # "Type "cristin" in all upper case letters": the model typed 'Cristin' and submitted.
+        waiting |= _other_ids(page, literals, WAITING_ROLES)
+        notes.append(f"'{miscased[0]}' is not in {case} case as the goal asks: type it again.")
     if links:
         waiting |= _other_ids(page, links, LINK_ROLES)
         shown = {c.literal.text.casefold() for c in goal_controls(page, links)}
