@@ -181,7 +181,12 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     - while a value the goal names is neither a control here, nor typed yet (no action used it and no
       field shows it), nor shown on any page so far (then it says where to look: "the email by Anne"),
       and the page has an empty text field (or, for a number, a slider), every button or clickable box
-      that is not a goal value waits.
+      that is not a goal value waits;
+    - a control the goal names by its place ("the 3rd checkbox") is a goal control too, and the others
+      of its kind wait (`ordinal_controls`);
+    - a value typed in another letter case than the goal asks holds the buttons;
+    - the control the goal's last clause names by a plain word waits while fewer actions ran than the
+      clauses before it (`_closing_hold`).
 
     Why the second: measured on the development split, the model expanded one section, did not find
     the link the goal named, and clicked another word, which ends the task (click-collapsible-2,
@@ -212,7 +217,7 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     waiting = _other_ids(page, literals, WAITING_ROLES) if pending or untyped else set()
     for control in ordinals:
         # "the 3rd checkbox": the other checkboxes wait (form-sequence: the model ticked the 1st too).
-        waiting |= {bid for bid in page.ids if (d := page.elements.get(bid)) is not None and d.role == control.role}
+        waiting |= {b for b in page.ids if (d := page.elements.get(b)) is not None and d.role == control.role}
     waiting -= {c.bid for c in ordinals}
     if any(c.role == "option" for c in controls):
         # The goal names options of a list shown here: the others, and the list box itself, wait.
@@ -225,7 +230,9 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
         in_goal_order = sorted(untyped, key=lambda x: goal.find(x.text))
         notes.append("Values in the goal not typed yet: " + ", ".join(f"'{x.text}'" for x in in_goal_order))
     case = asked_case(goal)
-    miscased = [v for v in _field_values(page) if case and any(literal_in(x, v) for x in literals) and not in_case(v, case)]
+    miscased = [
+        v for v in _field_values(page) if case and any(literal_in(x, v) for x in literals) and not in_case(v, case)
+    ]
     if case and miscased:
         # "Type "cristin" in all upper case letters": the model typed 'Cristin' and submitted.
         waiting |= _other_ids(page, literals, WAITING_ROLES)
