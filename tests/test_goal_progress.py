@@ -175,3 +175,18 @@ def test_a_value_typed_in_another_letter_case_than_the_goal_asks_holds_the_butto
     assert state.waiting == {"15"} and "'Cristin' is not in upper case as the goal asks" in state.note
     wrong.text = "[14] textbox value='CRISTIN'\n[15] button 'Submit'"
     assert guidance(wrong, goal, typed).waiting == set()
+
+
+def test_while_no_name_the_goal_gives_was_shown_only_the_page_links_are_offered() -> None:
+    """Measured on phone-book: the model clicked the phone number of whoever the first page showed."""
+    goal = "Find Catherina in the contact book and click on their phone number."
+    lines = [("20", "link", "358-832-9871", ""), ("24", "link", "lauree@aol.eu", ""), ("35", "link", "1", ""), ("37", "link", ">", "")]
+    state = guidance(page(lines, goal), goal, [])
+    assert state.waiting == {"20", "24"} and "'Catherina' named in the goal is not on this page" in state.note
+    found = page([("45", "link", "513-644-8868", ""), ("57", "link", "<", "")], goal)
+    found.text += "\nheading 'Catherina'"
+    assert guidance(found, goal, []).waiting == set()
+    # A name shown somewhere (the e-mail by Ryann in the inbox), or a field to type it into: no hold.
+    inbox = "Find the email by Ryann and forward that email to Marlo."
+    rows = page([("38", "clickable", "Ryann In. Neque", ""), ("40", "clickable", "Anne Ut.", "")], inbox)
+    assert guidance(rows, inbox, []).waiting == set()

@@ -185,6 +185,8 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     - a control the goal names by its place ("the 3rd checkbox") is a goal control too, and the others
       of its kind wait (`ordinal_controls`);
     - a value typed in another letter case than the goal asks holds the buttons;
+    - while no name the goal gives was on any page and there is nothing to type it into, links that do
+      not turn pages wait (phone-book: the model clicked the phone number of whoever was shown);
     - the control the goal's last clause names by a plain word waits while fewer actions ran than the
       clauses before it (`_closing_hold`).
 
@@ -210,6 +212,8 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
         and not _typed(x, page, history)
         and not any(literal_in(x, text) for text in pages)
     ]
+    names = [x for x in literals if x.kind == "name"]
+    to_find = names if names and all(x in untyped for x in names) and not _has_empty_field(page) else []
     if not _has_empty_field(page):
         # A slider is never empty: a number not set yet waits for it all the same (use-slider: the model
         # clicked Submit with the slider wherever it started).
@@ -237,6 +241,12 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
         # "Type "cristin" in all upper case letters": the model typed 'Cristin' and submitted.
         waiting |= _other_ids(page, literals, WAITING_ROLES)
         notes.append(f"'{miscased[0]}' is not in {case} case as the goal asks: type it again.")
+    if to_find:
+        # "Find Catherina in the contact book": while no name the goal gives was on any page, the pages
+        # are the way (`_PAGING`); the links of the contact shown here are someone else's.
+        waiting |= {b for b in _other_ids(page, literals, LINK_ROLES) if not _PAGING.match(page.elements[b].label)}
+        quoted = ", ".join(f"'{x.text}'" for x in to_find)
+        notes.append(f"{quoted} named in the goal is not on this page: look for it on the other pages.")
     if links:
         waiting |= _other_ids(page, links, LINK_ROLES)
         shown = {c.literal.text.casefold() for c in goal_controls(page, links)}
@@ -253,6 +263,12 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
 # Verbs of a goal's closing clause ("..., then press submit") and the words around the control's name there.
 _CLOSING_VERBS = frozenset({"click", "press", "hit", "tap"})
 _AROUND_NAME = frozenset({"a", "an", "the", "on", "at", "button", "link", "tab", "icon", "box"})
+
+
+# A link that turns pages: a page number, an arrow, next/previous.
+_PAGING = re.compile(
+    r"^\s*(?:\d{1,3}|[<>«»‹›]+|next|prev|previous|more|older|newer|first|last)\s*$", re.IGNORECASE
+)
 
 
 def _closing_hold(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidance:
