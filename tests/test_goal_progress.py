@@ -182,7 +182,9 @@ def test_while_no_name_the_goal_gives_was_shown_only_the_page_links_are_offered(
     goal = "Find Catherina in the contact book and click on their phone number."
     lines = [("20", "link", "358-832-9871", ""), ("24", "link", "lauree@aol.eu", ""), ("35", "link", "1", ""), ("37", "link", ">", "")]
     state = guidance(page(lines, goal), goal, [])
-    assert state.waiting == {"20", "24"} and "'Catherina' named in the goal is not on this page" in state.note
+    assert state.waiting == {"20", "24", "35"} and "'Catherina' named in the goal is not on this page" in state.note
+    numbers_only = [line for line in lines if line[2] != ">"]  # no way onward: the page numbers stay
+    assert guidance(page(numbers_only, goal), goal, []).waiting == {"20", "24"}
     found = page([("45", "link", "513-644-8868", ""), ("57", "link", "<", "")], goal)
     found.text += "\nheading 'Catherina'"
     assert guidance(found, goal, []).waiting == set()

@@ -244,7 +244,12 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     if to_find:
         # "Find Catherina in the contact book": while no name the goal gives was on any page, the pages
         # are the way (`_PAGING`); the links of the contact shown here are someone else's.
-        waiting |= {b for b in _other_ids(page, literals, LINK_ROLES) if not _PAGING.match(page.elements[b].label)}
+        others = _other_ids(page, literals, LINK_ROLES)
+        paging = {b for b in others if _PAGING.match(page.elements[b].label)}
+        onward = {b for b in paging if _ONWARD.match(page.elements[b].label)}
+        # With a way onward, the pages seen (this one's number, back) wait too: measured, the model clicked
+        # the current page's number and went back to the first page, until the step limit.
+        waiting |= others - (onward or paging)
         quoted = ", ".join(f"'{x.text}'" for x in to_find)
         notes.append(f"{quoted} named in the goal is not on this page: look for it on the other pages.")
     if links:
@@ -269,6 +274,9 @@ _AROUND_NAME = frozenset({"a", "an", "the", "on", "at", "button", "link", "tab",
 _PAGING = re.compile(
     r"^\s*(?:\d{1,3}|[<>«»‹›]+|next|prev|previous|more|older|newer|first|last)\s*$", re.IGNORECASE
 )
+
+
+_ONWARD = re.compile(r"^\s*(?:[>»›]+|next|more|older)\s*$", re.IGNORECASE)
 
 
 def _closing_hold(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidance:
