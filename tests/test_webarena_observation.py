@@ -301,3 +301,19 @@ def test_a_word_drawn_a_letter_at_a_time_is_one_line_and_labels_nothing():
     tree.add(tree.root, "textbox", "", bid="19")
     tree.text(tree.root, "x")  # a lone letter stays as it is
     assert tree.build().text.splitlines() == ["LO4e", "[19] textbox", "x"]
+
+
+def test_a_script_slider_is_a_slider_line_with_the_number_after_it_as_its_value():
+    """A box with one nameless focusable handle, three handles long at least (jQuery UI's slider), is a
+    slider; an icon button's box around its icon is not (measured on use-slider: shown as a bare
+    clickable, the model clicked it and submitted)."""
+    tree = Tree()
+    track = tree.add(tree.root, "generic", "", bid="16", clickable=True, bbox=[15, 90, 210, 15])
+    tree.add(track, "generic", "", bid="17", props={"focusable": True}, bbox=[48, 87, 21, 21])
+    shown = tree.add(tree.root, "generic", "", bid="18")
+    tree.text(shown, "-91")
+    icon = tree.add(tree.root, "generic", "", bid="20", clickable=True, bbox=[0, 200, 24, 24])
+    tree.add(icon, "generic", "", bid="21", props={"focusable": True}, bbox=[2, 202, 20, 20])
+    lines = tree.build().text.splitlines()
+    assert lines[0] == "[16] slider value='-91'" and "-91" not in lines[1:]
+    assert lines[1].startswith("[20] clickable")

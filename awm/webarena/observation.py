@@ -208,11 +208,18 @@ class _Builder:
         if len(kids) != 1 or self.subtree_text(node).strip():
             return False
         handle = kids[0]
-        return (
+        if not (
             _props(handle).get("focusable") is True
             and not (handle.get("name", {}).get("value") or "").strip()
             and not self.children(handle)
-        )
+        ):
+            return False
+        # A track at least three handles long: an icon button's box is about its icon's size.
+        box = self.extra.get(node.get("browsergym_id") or "", {}).get("bbox")
+        knob = self.extra.get(handle.get("browsergym_id") or "", {}).get("bbox")
+        if not (box and knob):
+            return False
+        return max(box[2], box[3]) >= 3 * max(knob[2], knob[3], 1)
 
     def options_of(self, node: dict[str, Any]) -> list[str]:
         found: list[str] = []
