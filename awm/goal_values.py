@@ -44,6 +44,21 @@ _TIME = re.compile(r"\b\d{1,2}:\d{2}(?:\s?[AaPp]\.?[Mm]\.?)?")
 # Thousands separators only in threes ("1,250"): "[17,15,11]" is three numbers.
 _NUMBER = re.compile(r"(?<![\w.$])[$€£]?-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w)%?")
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)", re.IGNORECASE)
+ORDINAL_WORDS = {
+    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5,
+    "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10,
+}  # fmt: skip
+# A place in a list ("the 4th search result", "the third checkbox", "the last one"); "first name" is a field.
+PLACE = re.compile(
+    r"\b(\d+)(?:st|nd|rd|th)\b|\b(" + "|".join(ORDINAL_WORDS) + r"|last)\b(?!\s*names?\b)", re.IGNORECASE
+)
+
+
+def place_number(match: re.Match[str]) -> int | None:
+    """The place a `PLACE` match names, counted from 1 ("3rd" and "third": 3); None for "last"."""
+    if match.group(1):
+        return int(match.group(1))
+    return ORDINAL_WORDS.get(match.group(2).lower())
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+")
 
 # Words of the instruction itself, never values, even when capitalised at a sentence start

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from awm.goal_values import (
+    PLACE,
     GoalLiteral,
     asked_case,
     extract_goal_literals,
@@ -253,13 +254,6 @@ def executed_actions(trajectory: Trajectory) -> list[Step]:
 # --- the decision before any model ---------------------------------------------------------------
 
 PreLabel = Literal["failure", "success", "ask_model"]
-# A position in a list ("the 4th search result", "the second checkbox"): which element it was, the
-# evidence (values and labels) does not show.
-_ORDINAL = re.compile(
-    r"\b\d+(?:st|nd|rd|th)\b|\b(?:first|second|third|fourth|fifth|sixth|seventh|eighth|ninth|tenth|last)\b"
-    r"(?!\s*(?:name|names)\b)",
-    re.IGNORECASE,
-)
 
 
 @dataclass(frozen=True)
@@ -320,7 +314,8 @@ def pre_decide(trajectory: Trajectory) -> PreDecision:
         )
         return PreDecision("failure", "too_few_actions", reason, checks)
     if end == "done" and checks and all(c.status == "acted" for c in checks):
-        position = _ORDINAL.search(without_quoted(trajectory.task.goal))
+        # A place in a list: which element it was, the values and labels do not show.
+        position = PLACE.search(without_quoted(trajectory.task.goal))
         if position is None:
             return PreDecision(
                 "success", "values_used", "every value the goal names was used by an executed action", checks

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from awm.actions import TEXT_ENTRY_ROLES, TOGGLE_ROLES
 from awm.goal_values import (
+    PLACE,
     GoalLiteral,
     asked_case,
     extract_goal_literals,
@@ -30,6 +31,7 @@ from awm.goal_values import (
     in_case,
     is_whole_value,
     literal_in,
+    place_number,
 )
 from awm.trajectory import Step, action_values
 from awm.webarena.env import PageState
@@ -92,20 +94,11 @@ def goal_controls(page: PageState, literals: Sequence[GoalLiteral]) -> list[Goal
     return found
 
 
-_ORDINAL_WORDS = {
-    "first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5,
-    "sixth": 6, "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10,
-}  # fmt: skip
 # What a goal calls a control by its place ("the 3rd checkbox"): the noun and the role it means.
 _PLACED_ROLES = {
     "checkbox": "checkbox", "checkboxes": "checkbox", "radio button": "radio", "radio": "radio",
     "button": "button", "link": "link", "tab": "tab", "option": "option",
 }  # fmt: skip
-_PLACED = re.compile(
-    r"\b(\d+)(?:st|nd|rd|th)|\b(" + "|".join(_ORDINAL_WORDS) + r")\b", re.IGNORECASE
-)
-
-
 def ordinal_controls(page: PageState, goal: str) -> list[GoalControl]:
     """The controls a goal names by their place among those of one kind ("click the 3rd checkbox"):
     the n-th element of that role on the page, in page order, when there are that many.
@@ -113,15 +106,15 @@ def ordinal_controls(page: PageState, goal: str) -> list[GoalControl]:
     Why: measured on form-sequence, the model ticked the 3rd checkbox and then the 1st as well.
     """
     found: list[GoalControl] = []
-    for match in _PLACED.finditer(goal):
+    for match in PLACE.finditer(goal):
         rest = goal[match.end() :].lstrip().lower()
         noun = next((n for n in sorted(_PLACED_ROLES, key=len, reverse=True) if re.match(rf"{n}\b", rest)), None)
         if noun is None:
             continue
-        place = int(match.group(1)) if match.group(1) else _ORDINAL_WORDS[match.group(2).lower()]
+        place = place_number(match)
         role = _PLACED_ROLES[noun]
         of_role = [bid for bid in page.ids if (d := page.elements.get(bid)) is not None and d.role == role]
-        if 0 < place <= len(of_role):
+        if place is not None and 0 < place <= len(of_role):
             bid = of_role[place - 1]
             words = f"{match.group(0)} {noun}"
             found.append(GoalControl(bid, role, page.elements[bid].label, GoalLiteral(words, "name")))
