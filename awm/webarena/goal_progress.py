@@ -214,7 +214,7 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     waiting = _other_ids(page, literals, WAITING_ROLES) if pending or untyped else set()
     for control in ordinals:
         # "the 3rd checkbox": the other checkboxes wait (form-sequence: the model ticked the 1st too).
-        waiting |= {b for b in page.ids if (d := page.elements.get(b)) is not None and d.role == control.role}
+        waiting |= _other_ids(page, [], frozenset({control.role}))
     waiting -= {c.bid for c in ordinals}
     if any(c.role == "option" for c in controls):
         # The goal names options of a list shown here: the others, and the list box itself, wait.
