@@ -347,6 +347,7 @@ class BrowserSession:
             slow_mo=cfg.slow_mo_ms,
             timeout=cfg.action_timeout_ms,
             headless=cfg.headless,
+            tags_to_mark="all",
             pw_chromium_kwargs={"chromium_sandbox": False},
             action_mapping=action_set.to_python_code,
             pre_observation_delay=cfg.pre_observation_delay,

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from awm.trajectory import TargetDesc
+from awm.webarena.figures import describe, svg_figures
 from awm.webarena.sanitize import quote, sanitize_text
 
 CHARS_PER_TOKEN = 3.2  # measured on MiniWoB++ and WebArena trees (DESIGN.md §3)
@@ -54,6 +55,7 @@ _FLAGS = ("checked", "selected", "pressed", "disabled", "focused")
 _MAX_OPTIONS = 15
 _WITHIN_CHARS = 24  # of the enclosing element's label, on a line without a label of its own
 _HINT_ATTRS = ("title", "alt", "placeholder")
+_MIN_FIGURE_PX = 5  # an SVG figure under this many pixels on its longer side is not shown
 
 
 @dataclass
@@ -150,8 +152,16 @@ def dom_hints(dom_snapshot: dict[str, Any] | None) -> dict[str, str]:
 class _Builder:
     """Depth-first walk over the merged AXTree that emits `Line`s; one instance per observation."""
 
-    def __init__(self, axtree: dict[str, Any], extra: dict[str, Any], hints: dict[str, str], name_chars: int):
+    def __init__(
+        self,
+        axtree: dict[str, Any],
+        extra: dict[str, Any],
+        hints: dict[str, str],
+        name_chars: int,
+        figures: dict[str, str] | None = None,
+    ):
         self.nodes = axtree.get("nodes", [])
+        self.figures = figures or {}  # bid -> "small black digit" (`awm.webarena.figures`)
         self.by_id = {node["nodeId"]: node for node in self.nodes}
         self.extra = extra or {}
         self.hints = hints
@@ -262,6 +272,9 @@ class _Builder:
                 for child in self.children(node):
                     self.walk(child, child_frame, hidden, offscreen, "")
                 return
+            if bid in self.figures:
+                self.emit_figure(node, bid, frame, offscreen, clickable)
+                return  # a <text> figure's characters are its label
             if role in DIALOG_ROLES:
                 label = sanitize_text(name or self.subtree_text(node, 80), self.name_chars)
                 self.dialogs.append(label)
@@ -290,6 +303,19 @@ class _Builder:
 
     def emit_text(self, text: str, frame: str, offscreen: bool) -> None:
         self.lines.append(Line(text=text, frame=frame, key=f"text:{text}", offscreen=offscreen, is_text=True))
+
+    def emit_figure(self, node: dict[str, Any], bid: str, frame: str, offscreen: bool, clickable: bool) -> None:
+        """An SVG figure: a `clickable` line when it takes clicks, else a `figure` text line; either way
+        with its words (`awm.webarena.figures.describe`) where an HTML element would have a name."""
+        bbox = self.extra.get(bid, {}).get("bbox") or []
+        if len(bbox) >= 4 and max(bbox[2], bbox[3]) < _MIN_FIGURE_PX:
+            return  # drawn too small to see: a menu folded into a point before it opens (click-pie)
+        words = sanitize_text(self.figures[bid], self.name_chars)
+        if clickable:
+            self.emit_element(node, "generic", "", _props(node), bid, frame, offscreen, kind=words)
+            return
+        label = sanitize_text(self.subtree_text(node), self.name_chars)
+        self.emit_text(f"figure '{label}' ({words})" if label else f"figure ({words})", frame, offscreen)
 
     def emit_element(
         self,
@@ -466,7 +492,8 @@ def build_observation(
     name_chars: int = 100,
 ) -> Observation:
     """Prune BrowserGym's AXTree to lines a model can act on, sanitized and within `token_budget` tokens."""
-    builder = _Builder(axtree, extra_properties or {}, dom_hints(dom_snapshot), name_chars)
+    figures = describe(svg_figures(dom_snapshot))
+    builder = _Builder(axtree, extra_properties or {}, dom_hints(dom_snapshot), name_chars, figures)
     if builder.nodes:
         builder.walk(builder.nodes[0], "", False, False, "")
     builder.join_spelled()
