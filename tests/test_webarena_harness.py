@@ -146,6 +146,35 @@ def test_a_slider_is_filled_with_its_value_by_arrow_keys(session: BrowserSession
     assert "slider 'Speed' value='20'" in last.observation and "slider 'Volume' value='7'" in last.observation
 
 
+class FigureScript:
+    """Clicks the figure whose words on its line are `words` (figures have no label to find them by)."""
+
+    name = "figure-script"
+
+    def __init__(self, words: list[str]) -> None:
+        self.words = words
+        self.calls = 0
+
+    def decide(self, ctx: DecisionContext) -> Decision:
+        if self.calls >= len(self.words):
+            return Decision(text="noop()")
+        wanted = f"({self.words[self.calls]})"
+        self.calls += 1
+        line = next(line for line in ctx.page.text.splitlines() if line.endswith(wanted))
+        return Decision(text=f"click('{line.split(']')[0].lstrip('[')}')")
+
+
+def test_svg_figures_are_shown_in_words_and_take_clicks(session: BrowserSession, base_url: str):
+    """Measured on click-shape: SVG shapes had no ids and the model saw only letters run together."""
+    policy = FigureScript(["large red circle", "large blue letter"])
+    trajectory = run_episode(session, policy, fixture_task(base_url, "figures"), HarnessConfig(max_steps=3))
+    first, second, last = trajectory.steps
+    assert re.search(r"\[\d+\] clickable \(small red circle\)\n\[\d+\] clickable \(large red circle\)", first.observation)
+    assert first.outcome == "ok" and "picked large red circle" in second.observation, first.error
+    assert re.search(r"\[\d+\] clickable 'Q' \(large blue letter\)", second.observation)
+    assert "picked letter Q" in last.observation
+
+
 def test_label_renamed_after_load_and_after_click(session: BrowserSession, base_url: str):
     policy = LabelScript(["click('{Submit order}')", "noop()"])
     trajectory = run_episode(session, policy, fixture_task(base_url, "renamed"), HarnessConfig(max_steps=2))
