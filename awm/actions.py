@@ -169,6 +169,10 @@ BROWSER_ACTIONS: tuple[ActionSpec, ...] = (
         benchmarks=_LIVE_PAGE,
     ),
     _browser("focus", (_BID,), "focus an element", sets_state=True, benchmarks=_MINIWOB),
+    # Offered only when the goal asks to highlight or select text (`awm.goal_values.asks_to_select_text`):
+    # the page's text blocks then carry ids, and they take this action alone. Done as a person does it,
+    # a mouse drag over the element's box (`awm.webarena.executor`).
+    _browser("select_text", (_BID,), "highlight all the text of an element, as a mouse drag over it does"),
     _browser(
         "scroll",
         (ArgSpec("delta_x", "float"), ArgSpec("delta_y", "float")),
@@ -256,7 +260,13 @@ TOGGLE_ROLES = frozenset({"checkbox", "radio", "switch", "menuitemcheckbox", "me
 # enter-password, the model planned `press[20]` on the Submit button, and with press held to text fields
 # the grammar turned it into scroll(0, 300), three times, until the loop stop.
 PRESS_ROLES = TEXT_ENTRY_ROLES | {"button"}
+# Actions our executor carries out with BrowserGym's own (`awm.webarena.executor`), never rendered to it.
+EXECUTED_BY_AWM = frozenset({"select_text"})
+# The role of a block of text shown with its id (only when the goal asks to highlight text): it takes
+# `select_text` and nothing else, and `select_text` takes nothing else.
+TEXT_BLOCK_ROLE = "text"
 ACTION_ROLES: dict[str, frozenset[str]] = {
+    "select_text": frozenset({TEXT_BLOCK_ROLE}),
     "fill": TEXT_ENTRY_ROLES | {"slider"},  # a slider is filled with its value (`awm.webarena.slider`)
     "clear": TEXT_ENTRY_ROLES,
     "press": PRESS_ROLES,
@@ -267,6 +277,7 @@ ACTION_ROLES: dict[str, frozenset[str]] = {
     "SELECT": SELECT_ROLES,
 }
 _NEEDS = {
+    "select_text": "a block of text",
     "fill": "a text field or a slider",
     "clear": "a text field",
     "press": "a text field or a button",
@@ -285,15 +296,19 @@ def ids_for_roles(
 
     `roles` maps element id -> role. `ids` (default: the keys of `roles`) is the page's id list; an id
     with no known role goes into every set, so an unknown element is never made unreachable. Actions
-    without a role rule are not in the result (they may act on any id).
+    without a role rule are not in the result (they may act on any id), except on a page whose blocks of
+    text carry ids (`TEXT_BLOCK_ROLE`): then every action has its list, without those blocks.
     """
     names = _specs(action_set)
     order = list(dict.fromkeys(str(i) for i in (roles if ids is None else ids)))
+    texts = {i for i in order if roles.get(i) == TEXT_BLOCK_ROLE}
     out: dict[str, list[str]] = {}
     for name in names:
         allowed = ACTION_ROLES.get(name)
         if allowed is not None:
             out[name] = [i for i in order if roles.get(i, "") in allowed or not roles.get(i)]
+        elif texts:  # a block of text takes only select_text
+            out[name] = [i for i in order if i not in texts]
     return out
 
 
@@ -495,6 +510,8 @@ def _check_role(
         instead = f"SELECT [{target}] [option]" if m2w else f"select_option({target!r}, 'option')"
     elif m2w:
         instead = f"CLICK [{target}]"
+    elif spec.name != "select_text" and target in {str(i) for i in ids_for.get("select_text", ())}:
+        instead = f"select_text({target!r})"
     else:
         instead = f"click({target!r})"
     fitting = [str(i) for i in ids_for[spec.name]][:5]
@@ -1220,7 +1237,7 @@ def browsergym_action_set(demo_mode: str = "off") -> Any:
     from browsergym.core.action.highlevel import HighLevelActionSet
 
     return HighLevelActionSet(
-        subsets=["chat", "infeas", "bid", "nav", "tab", "custom"],
+        subsets=["chat", "infeas", "bid", "coord", "nav", "tab", "custom"],  # coord: select_text's drag
         custom_actions=[check, uncheck],
         multiaction=False,
         strict=True,

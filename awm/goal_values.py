@@ -235,6 +235,14 @@ def is_whole_value(literal: GoalLiteral, label: str) -> bool:
 
 # --- the letter case a goal asks for ------------------------------------------------------------
 
+_SELECT_TEXT = re.compile(r"\b(?:highlight|select)\s+(?:all\s+)?(?:of\s+)?(?:the\s+)?(?:\w+\s+)?text\b", re.IGNORECASE)
+
+
+def asks_to_select_text(goal: str) -> bool:
+    """Whether the goal asks to highlight (select) text: "Highlight the text in the 2nd paragraph"."""
+    return bool(_SELECT_TEXT.search(goal))
+
+
 _CASE = re.compile(r"\b(upper|lower)[\s-]?case\b|\b(capital)\s+letters\b", re.IGNORECASE)
 
 

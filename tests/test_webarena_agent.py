@@ -575,3 +575,16 @@ def test_submit_waits_while_boxes_the_goal_lists_are_unticked() -> None:
     assert regex.fullmatch("click('24')") and not regex.fullmatch("click('36')")
     assert "not done yet" not in after.messages[1]["content"]
     assert re.compile(gbnf_to_regex(after.grammar or "")).fullmatch("click('36')")
+
+
+def test_select_text_is_offered_only_when_the_goal_asks_to_highlight_text() -> None:
+    from awm.goal_values import asks_to_select_text
+
+    asks = ["Highlight the text in the 2nd paragraph and click submit.", "Select all the text below."]
+    not_asks = ["Select TnJ, kMLSI5 and click Submit.", "Type the text below into the text field."]
+    assert all(asks_to_select_text(g) for g in asks) and not any(asks_to_select_text(g) for g in not_asks)
+    assert "select_text" in (prompts.action_names_for(TASK, asks[0]) or [])
+    assert "select_text" not in (prompts.action_names_for(TASK, not_asks[0]) or [])
+    whole = Task(task_id="browsergym/webarena.1", scope="webarena/1", benchmark="webarena", seed=0)
+    assert prompts.action_names_for(whole, asks[0]) is None  # the whole set, select_text in it
+    assert "select_text" not in (prompts.action_names_for(whole, not_asks[0]) or ["select_text"])

@@ -1,4 +1,4 @@
-"""SVG figures in words (`awm.webarena.figures`) and their lines in the observation: no browser."""
+"""SVG figures in words (`awm.webarena.figures`), and text blocks with ids, in the observation: no browser."""
 
 from __future__ import annotations
 
@@ -100,3 +100,19 @@ def test_figure_lines_in_the_observation_clickable_or_as_text_and_invisible_ones
         "[20] button 'Submit'",
     ]
     assert obs.ids == ["14", "16", "20"]
+
+
+def test_blocks_of_text_carry_their_ids_only_when_asked():
+    tree = Tree()
+    box = tree.add(tree.root, "generic", "", bid="10")
+    first = tree.add(box, "paragraph", "", bid="11")
+    tree.text(first, "Lorem ipsum dolor.")
+    second = tree.add(box, "paragraph", "", bid="12")
+    tree.text(second, "Cras dignissim.")
+    button = tree.add(tree.root, "button", "Submit", bid="13")
+    tree.text(button, "Submit")
+    asked = build_observation({"nodes": tree.nodes}, tree.extra, text_ids=True)
+    assert asked.text.splitlines() == ["[11] text 'Lorem ipsum dolor.'", "[12] text 'Cras dignissim.'", "[13] button 'Submit'"]
+    assert asked.elements["12"].role == "text" and asked.ids == ["11", "12", "13"]
+    plain = build_observation({"nodes": tree.nodes}, tree.extra)
+    assert plain.text.splitlines() == ["Lorem ipsum dolor.", "Cras dignissim.", "[13] button 'Submit'"]

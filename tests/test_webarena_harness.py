@@ -175,6 +175,21 @@ def test_svg_figures_are_shown_in_words_and_take_clicks(session: BrowserSession,
     assert "picked letter Q" in last.observation
 
 
+def test_text_the_goal_asks_to_highlight_is_selected_by_a_mouse_drag(session: BrowserSession, base_url: str):
+    """highlight-text: the page reads the selection when Submit is clicked; text blocks carry ids only
+    when the goal asks to highlight text, and take select_text alone."""
+    task = fixture_task(base_url, "highlight")
+    task.meta["task_kwargs"]["goal"] = "Highlight the text in the 2nd paragraph and click Submit."
+    policy = LabelScript(["select_text('{Cras dignissim nulla in morbi.}')", "click('{Submit}')", "noop()"])
+    trajectory = run_episode(session, policy, task, HarnessConfig(max_steps=3))
+    selected, submitted, last = trajectory.steps
+    assert re.search(r"\[\w+\] text 'Lorem ipsum dolor sit amet.'\n\[\w+\] text 'Cras dignissim", selected.observation)
+    assert selected.outcome == "ok" and "highlighted 'Cras dignissim nulla in morbi.'" in selected.feedback, selected.error
+    assert submitted.outcome == "ok" and "submitted: Cras dignissim nulla in morbi." in last.observation
+    plain = run_episode(session, LabelScript(["noop()"]), fixture_task(base_url, "highlight"), HarnessConfig(max_steps=1))
+    assert "\nLorem ipsum dolor sit amet.\n" in "\n" + plain.steps[0].observation + "\n"
+
+
 def test_label_renamed_after_load_and_after_click(session: BrowserSession, base_url: str):
     policy = LabelScript(["click('{Submit order}')", "noop()"])
     trajectory = run_episode(session, policy, fixture_task(base_url, "renamed"), HarnessConfig(max_steps=2))

@@ -270,7 +270,7 @@ class LLMAgent:
         """
         page = ctx.page
         goal = page.goal or ctx.task.goal
-        names = prompts.action_names_for(ctx.task)
+        names = prompts.action_names_for(ctx.task, goal)
         live = is_live(ctx.task)
         workflows = self._workflows_for(goal)
         callables = self._callables_for(goal)

@@ -28,6 +28,7 @@ from awm.actions import Action, browsergym_action_set
 from awm.config import BrowserSettings
 from awm.errors import ConfigError, SetupError
 from awm.gate import DenyGate, FolderGate, Gate, TerminalGate
+from awm.goal_values import asks_to_select_text
 from awm.proctree import descendants, kill_pids
 from awm.rails import RailsError
 from awm.trajectory import TargetDesc, Task
@@ -470,6 +471,7 @@ class BrowserSession:
             dom_snapshot=obs.get("dom_object"),
             focused_bid=str(obs.get("focused_element_bid") or ""),
             token_budget=self.config.obs_token_budget,
+            text_ids=asks_to_select_text(self._goal),
         )
         url = str(obs.get("url", ""))
         snapshot = snapshot_page(url, built)

@@ -306,6 +306,8 @@ def execute_action(session: BrowserSession, action: Action) -> ExecResult:
         return prepared.early
     if prepared.slider is not None:
         return _move_slider(session, action, prepared.slider, prepared.target)
+    if action.name == "select_text":
+        return _select_text(session, action, prepared.target)
     actions, note, approval = prepared.actions, prepared.note, None
     rails = getattr(session, "rails", None)
     if rails is not None:  # a live run: field refusals, an off-site goto, the gate (raises RailsRefusal)
@@ -329,6 +331,35 @@ def execute_action(session: BrowserSession, action: Action) -> ExecResult:
         return ExecResult(outcome="ok", note=note, approval=approval)
     outcome, transient = classify_error(error)
     return ExecResult(outcome=outcome, error=short_error(error), transient=transient, note=note, approval=approval)
+
+
+def _select_text(session: BrowserSession, action: Action, target: _Target | None) -> ExecResult:
+    """Highlight an element's text as a person does: a mouse drag (BrowserGym's `mouse_drag_and_drop`)
+    from just inside its box's top-left corner to just inside its bottom-right one, then say what the
+    page has selected. Why a drag and not a script setting the selection: the page sees the same mouse
+    events as from a person, and a live run's rails review it like any other action."""
+    bid = action.target_id or ""
+    locator = locate(session.page, bid)
+    if locator is None:
+        return ExecResult(outcome="target_not_found", error=f"element [{bid}] is not on the page")
+    locator.scroll_into_view_if_needed(timeout=_CHECK_TIMEOUT_MS)
+    box = locator.bounding_box(timeout=_CHECK_TIMEOUT_MS)
+    if not box or box["width"] < 2 or box["height"] < 2:
+        return ExecResult(outcome="not_interactable", error=f"{_describe(bid, target=target)} has no box to drag over")
+    rails = getattr(session, "rails", None)
+    approval = rails.review(action, control_of(target) if target else None, session.page) if rails else None
+    if approval is not None and not approval.approved:
+        return ExecResult(outcome="denied", approval=approval, error=f"a person denied the selection ({approval.reason})")
+    x0, y0 = box["x"] + 1, box["y"] + 1
+    x1, y1 = box["x"] + box["width"] - 1, box["y"] + box["height"] - 1
+    error = session.step_rendered(f"mouse_drag_and_drop({x0:.1f}, {y0:.1f}, {x1:.1f}, {y1:.1f})")
+    if error:
+        outcome, transient = classify_error(error)
+        return ExecResult(outcome=outcome, error=short_error(error), transient=transient)
+    selected = str(locator.evaluate("el => String(el.ownerDocument.getSelection())", timeout=_CHECK_TIMEOUT_MS))
+    if not selected.strip():
+        return ExecResult(outcome="no_progress", error=f"the drag over [{bid}] selected no text")
+    return ExecResult(note=f"highlighted '{sanitize_text(' '.join(selected.split()), 80)}'", approval=approval)
 
 
 def _move_slider(session: BrowserSession, action: Action, slider: SliderState, target: _Target | None) -> ExecResult:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from awm.actions import TEXT_BLOCK_ROLE
 from awm.trajectory import TargetDesc
 from awm.webarena.figures import describe, svg_figures
 from awm.webarena.sanitize import quote, sanitize_text
@@ -159,9 +160,11 @@ class _Builder:
         hints: dict[str, str],
         name_chars: int,
         figures: dict[str, str] | None = None,
+        text_ids: bool = False,
     ):
         self.nodes = axtree.get("nodes", [])
         self.figures = figures or {}  # bid -> "small black digit" (`awm.webarena.figures`)
+        self.text_ids = text_ids  # blocks of text carry their ids (`TEXT_BLOCK_ROLE`)
         self.by_id = {node["nodeId"]: node for node in self.nodes}
         self.extra = extra or {}
         self.hints = hints
@@ -208,6 +211,16 @@ class _Builder:
                 return True
             stack.extend(self.children(child))
         return False
+
+    def is_text_block(self, node: dict[str, Any]) -> bool:
+        """An element whose own children include text and nothing to act on (a paragraph): what
+        `select_text` takes when the goal asks to highlight text."""
+        kids = self.children(node)
+        return (
+            node["role"]["value"] not in INTERACTIVE_ROLES
+            and any(k["role"]["value"] == "StaticText" and (k.get("name", {}).get("value") or "").strip() for k in kids)
+            and not self.has_interactive_descendant(node)
+        )
 
     def is_slider_box(self, node: dict[str, Any]) -> bool:
         """A clickable box with no text whose one child is a nameless, empty, focusable handle: a slider
@@ -275,6 +288,14 @@ class _Builder:
             if bid in self.figures:
                 self.emit_figure(node, bid, frame, offscreen, clickable)
                 return  # a <text> figure's characters are its label
+            if self.text_ids and bid and not clickable and self.is_text_block(node):
+                text = sanitize_text(self.subtree_text(node, 2000), self.name_chars * 4)
+                line = f"[{bid}] {TEXT_BLOCK_ROLE} '{text}'"
+                self.lines.append(Line(
+                    text=line, frame=frame, bid=bid, role=TEXT_BLOCK_ROLE, label=text,
+                    key=f"{TEXT_BLOCK_ROLE}:{text}", offscreen=offscreen,
+                ))  # fmt: skip
+                return
             if role in DIALOG_ROLES:
                 label = sanitize_text(name or self.subtree_text(node, 80), self.name_chars)
                 self.dialogs.append(label)
@@ -490,10 +511,14 @@ def build_observation(
     focused_bid: str = "",
     token_budget: int = 2000,
     name_chars: int = 100,
+    text_ids: bool = False,
 ) -> Observation:
-    """Prune BrowserGym's AXTree to lines a model can act on, sanitized and within `token_budget` tokens."""
+    """Prune BrowserGym's AXTree to lines a model can act on, sanitized and within `token_budget` tokens.
+    With `text_ids` (the goal asks to highlight text) each block of text is a line with its id."""
     figures = describe(svg_figures(dom_snapshot))
-    builder = _Builder(axtree, extra_properties or {}, dom_hints(dom_snapshot), name_chars, figures)
+    builder = _Builder(
+        axtree, extra_properties or {}, dom_hints(dom_snapshot), name_chars, figures, text_ids=text_ids
+    )
     if builder.nodes:
         builder.walk(builder.nodes[0], "", False, False, "")
     builder.join_spelled()

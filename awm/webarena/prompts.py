@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from typing import Literal
 
-from awm.actions import RUN_WORKFLOW, actions_offered, describe_actions
+from awm.actions import ACTION_SETS, RUN_WORKFLOW, actions_offered, describe_actions
+from awm.goal_values import asks_to_select_text
 from awm.memory.text_format import render_workflow
 from awm.memory.workflow import Workflow, bind_parameters, instantiate
 from awm.tokens import PromptParts
@@ -45,9 +46,13 @@ HISTORY_HEADER = "## Previous steps"
 MAX_HISTORY_FIELD_CHARS = 300
 
 
-def action_names_for(task: Task) -> list[str] | None:
-    """The actions offered for a task (the action table says which benchmark gets which)."""
-    return actions_offered(task.benchmark)
+def action_names_for(task: Task, goal: str = "") -> list[str] | None:
+    """The actions offered for a task (the action table says which benchmark gets which); `select_text`
+    only when the goal asks to highlight text (then the page's text blocks carry ids to take it)."""
+    names = actions_offered(task.benchmark)
+    if asks_to_select_text(goal or task.goal):
+        return None if names is None else [*names, "select_text"]
+    return [n for n in (names or ACTION_SETS["browser"]) if n != "select_text"]
 
 
 WORKFLOW_ACTION_TEXT = (

@@ -42,6 +42,7 @@ EXECUTABLE_ACTIONS: dict[str, str] = {
     "uncheck": "uncheck",
     "press": "press",
     "focus": "focus",
+    "select_text": "select_text",
     "CLICK": "click",
     "TYPE": "fill",
     "SELECT": "select_option",
