@@ -207,3 +207,14 @@ def test_while_no_name_the_goal_gives_was_shown_only_the_page_links_are_offered(
     inbox = "Find the email by Ryann and forward that email to Marlo."
     rows = page([("38", "clickable", "Ryann In. Neque", ""), ("40", "clickable", "Anne Ut.", "")], inbox)
     assert guidance(rows, inbox, []).waiting == set()
+
+
+def test_a_paragraph_named_by_its_place_is_the_text_to_highlight_and_the_others_wait() -> None:
+    """highlight-text-2: "Highlight the text in the 2nd paragraph and click submit."."""
+    goal = "Highlight the text in the 2nd paragraph and click submit."
+    lines = [("13", "button", "Submit", ""), ("15", "text", "In in morbi.", ""),
+             ("16", "text", "Sagittis justo.", ""), ("17", "text", "Lorem tellus.", "")]  # fmt: skip
+    state = guidance(page(lines, goal), goal, [])
+    assert [c.bid for c in state.pending] == ["16"] and state.waiting == {"13", "15", "17"}
+    selected = Step(index=0, action={"name": "select_text", "args": {"bid": "16"}}, outcome="ok")
+    assert guidance(page(lines, goal), goal, [selected]).waiting == {"15", "17"}  # Submit is free

@@ -329,7 +329,10 @@ class LLMAgent:
                     # half done; another word than the link the goal names ends it wrong.
                     ids_for = {
                         **ids_for,
-                        **{n: [i for i in ids_for.get(n, page.ids) if i not in waiting] for n in ("click", "press")},
+                        **{
+                            n: [i for i in ids_for.get(n, page.ids) if i not in waiting]
+                            for n in ("click", "press", "select_text")
+                        },
                     }
             kept = {w.name for w in workflows[: fitted.memory_kept]}
             offered = catalog({n: c for n, c in callables.items() if n in kept and n in shown_calls})

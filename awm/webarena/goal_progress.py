@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from awm.actions import TEXT_ENTRY_ROLES, TOGGLE_ROLES
+from awm.actions import TEXT_BLOCK_ROLE, TEXT_ENTRY_ROLES, TOGGLE_ROLES
 from awm.goal_values import (
     PLACE,
     GoalLiteral,
@@ -97,7 +97,7 @@ def goal_controls(page: PageState, literals: Sequence[GoalLiteral]) -> list[Goal
 # What a goal calls a control by its place ("the 3rd checkbox"): the noun and the role it means.
 _PLACED_ROLES = {
     "checkbox": "checkbox", "checkboxes": "checkbox", "radio button": "radio", "radio": "radio",
-    "button": "button", "link": "link", "tab": "tab", "option": "option",
+    "button": "button", "link": "link", "tab": "tab", "option": "option", "paragraph": TEXT_BLOCK_ROLE,
 }  # fmt: skip
 def ordinal_controls(page: PageState, goal: str) -> list[GoalControl]:
     """The controls a goal names by their place among those of one kind ("click the 3rd checkbox"):
