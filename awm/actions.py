@@ -173,6 +173,13 @@ BROWSER_ACTIONS: tuple[ActionSpec, ...] = (
     # the page's text blocks then carry ids, and they take this action alone. Done as a person does it,
     # a mouse drag over the element's box (`awm.webarena.executor`).
     _browser("select_text", (_BID,), "highlight all the text of an element, as a mouse drag over it does"),
+    # Offered only when the goal asks to drag something (`awm.goal_values.asks_to_drag`).
+    _browser(
+        "drag",
+        (_BID, ArgSpec("direction", "str")),
+        "drag an element left, right, up or down with the mouse",
+        direction="left",
+    ),
     _browser(
         "scroll",
         (ArgSpec("delta_x", "float"), ArgSpec("delta_y", "float")),
@@ -261,7 +268,7 @@ TOGGLE_ROLES = frozenset({"checkbox", "radio", "switch", "menuitemcheckbox", "me
 # the grammar turned it into scroll(0, 300), three times, until the loop stop.
 PRESS_ROLES = TEXT_ENTRY_ROLES | {"button"}
 # Actions our executor carries out with BrowserGym's own (`awm.webarena.executor`), never rendered to it.
-EXECUTED_BY_AWM = frozenset({"select_text"})
+EXECUTED_BY_AWM = frozenset({"select_text", "drag"})
 # The role of a block of text shown with its id (only when the goal asks to highlight text): it takes
 # `select_text` and nothing else, and `select_text` takes nothing else.
 TEXT_BLOCK_ROLE = "text"

@@ -243,6 +243,14 @@ def asks_to_select_text(goal: str) -> bool:
     return bool(_SELECT_TEXT.search(goal))
 
 
+_DRAG = re.compile(r"\bdrag(?:ging)?\b", re.IGNORECASE)
+
+
+def asks_to_drag(goal: str) -> bool:
+    """Whether the goal asks to drag something ("Drag the circle left then press Submit")."""
+    return bool(_DRAG.search(goal))
+
+
 _CASE = re.compile(r"\b(upper|lower)[\s-]?case\b|\b(capital)\s+letters\b", re.IGNORECASE)
 
 

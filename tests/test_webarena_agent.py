@@ -577,7 +577,7 @@ def test_submit_waits_while_boxes_the_goal_lists_are_unticked() -> None:
     assert re.compile(gbnf_to_regex(after.grammar or "")).fullmatch("click('36')")
 
 
-def test_select_text_is_offered_only_when_the_goal_asks_to_highlight_text() -> None:
+def test_select_text_and_drag_are_offered_only_when_the_goal_asks_for_them() -> None:
     from awm.goal_values import asks_to_select_text
 
     asks = ["Highlight the text in the 2nd paragraph and click submit.", "Select all the text below."]
@@ -586,5 +586,9 @@ def test_select_text_is_offered_only_when_the_goal_asks_to_highlight_text() -> N
     assert "select_text" in (prompts.action_names_for(TASK, asks[0]) or [])
     assert "select_text" not in (prompts.action_names_for(TASK, not_asks[0]) or [])
     whole = Task(task_id="browsergym/webarena.1", scope="webarena/1", benchmark="webarena", seed=0)
-    assert prompts.action_names_for(whole, asks[0]) is None  # the whole set, select_text in it
+    whole_names = prompts.action_names_for(whole, asks[0]) or []
+    assert "select_text" in whole_names and "drag" not in whole_names and "click" in whole_names
     assert "select_text" not in (prompts.action_names_for(whole, not_asks[0]) or ["select_text"])
+    dragging = prompts.action_names_for(TASK, "Drag the circle left then press Submit.") or []
+    assert "drag" in dragging and "select_text" not in dragging
+    assert prompts.action_names_for(whole, "Drag the text in the 2nd paragraph and highlight the text.") is None

@@ -147,21 +147,27 @@ def test_a_slider_is_filled_with_its_value_by_arrow_keys(session: BrowserSession
 
 
 class FigureScript:
-    """Clicks the figure whose words on its line are `words` (figures have no label to find them by)."""
+    """Acts on the figure whose words on its line are `words` (figures have no label to find them by):
+    `action` with ``{bid}`` for each, then the `then` answers on the last one, then noop()."""
 
     name = "figure-script"
 
-    def __init__(self, words: list[str]) -> None:
+    def __init__(self, words: list[str], action: str = "click('{bid}')", then: list[str] | None = None) -> None:
         self.words = words
+        self.action = action
+        self.then = then or []
         self.calls = 0
+        self.bid = ""
 
     def decide(self, ctx: DecisionContext) -> Decision:
-        if self.calls >= len(self.words):
-            return Decision(text="noop()")
-        wanted = f"({self.words[self.calls]})"
         self.calls += 1
-        line = next(line for line in ctx.page.text.splitlines() if line.endswith(wanted))
-        return Decision(text=f"click('{line.split(']')[0].lstrip('[')}')")
+        if self.calls <= len(self.words):
+            wanted = f"({self.words[self.calls - 1]})"
+            line = next(line for line in ctx.page.text.splitlines() if line.endswith(wanted))
+            self.bid = line.split("]")[0].lstrip("[")
+            return Decision(text=self.action.format(bid=self.bid))
+        later = self.calls - len(self.words) - 1
+        return Decision(text=self.then[later].format(bid=self.bid) if later < len(self.then) else "noop()")
 
 
 def test_svg_figures_are_shown_in_words_and_take_clicks(session: BrowserSession, base_url: str):
@@ -188,6 +194,18 @@ def test_text_the_goal_asks_to_highlight_is_selected_by_a_mouse_drag(session: Br
     assert submitted.outcome == "ok" and "submitted: Cras dignissim nulla in morbi." in last.observation
     plain = run_episode(session, LabelScript(["noop()"]), fixture_task(base_url, "highlight"), HarnessConfig(max_steps=1))
     assert "\nLorem ipsum dolor sit amet.\n" in "\n" + plain.steps[0].observation + "\n"
+
+
+def test_an_element_is_dragged_by_its_own_size_in_the_direction_asked(session: BrowserSession, base_url: str):
+    """drag-circle: "Drag the circle left then press Submit"; the drag goes through BrowserGym's mouse."""
+    task = fixture_task(base_url, "drag")
+    task.meta["task_kwargs"]["goal"] = "Drag the circle left."
+    policy = FigureScript(["orange circle"], action="drag('{bid}', 'left')", then=["drag('{bid}', 'sideways')"])
+    trajectory = run_episode(session, policy, task, HarnessConfig(max_steps=3))
+    dragged, refused, last = trajectory.steps
+    assert dragged.outcome == "ok" and "dragged" in dragged.feedback and "40 pixels left" in dragged.feedback, dragged.error
+    assert "ball at 110,100" in refused.observation
+    assert refused.outcome == "action_error" and "needs a direction: left, right, up or down, not 'sideways'" in refused.error
 
 
 def test_label_renamed_after_load_and_after_click(session: BrowserSession, base_url: str):

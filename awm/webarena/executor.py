@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from awm.actions import ACTION_SETS, Action, render_action
 from awm.gate import ControlInfo
-from awm.trajectory import StepOutcome
+from awm.trajectory import Approval, StepOutcome
 from awm.webarena.field_values import field_value
 from awm.webarena.outcomes import EnvCrashError, ExecResult, looks_like_crash
 from awm.webarena.sanitize import sanitize_text
@@ -32,6 +32,7 @@ class BrowserSession(Protocol):
     def step_rendered(self, rendered: str) -> str: ...
 
     def mark_broken(self) -> None: ...
+
 
 DISMISS_WORDS = re.compile(
     r"^\W*(close|accept|accept all|dismiss|ok|okay|got it|×|✕|✖|x|no thanks)\W*$", re.IGNORECASE
@@ -228,7 +229,9 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
         return _Prepared([action])
     locator = locate(session.page, bid)
     if locator is None:
-        return _Prepared([], ExecResult(outcome="target_not_found", error=f"element [{bid}] is not on the page"))
+        return _Prepared(
+            [], ExecResult(outcome="target_not_found", error=f"element [{bid}] is not on the page")
+        )
     try:
         target = _inspect(locator)
     except Exception as exc:  # detached between count() and evaluate(): worth a retry
@@ -262,7 +265,9 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
             else ""
         )  # fmt: skip
         if problem:
-            return _Prepared([], ExecResult(outcome="not_interactable", error=f"{what} {problem}"), target=target)
+            return _Prepared(
+                [], ExecResult(outcome="not_interactable", error=f"{what} {problem}"), target=target
+            )
     if action.name == "fill":
         value = str(action.args.get("value", ""))
         if target.tag not in ("input", "textarea", "select") or target.type == "range":
@@ -270,7 +275,9 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
             if slider is not None:
                 if target_value(value) is None:
                     asked = sanitize_text(value, 40)
-                    error = f"{_describe(bid, target=target)} is a slider: fill it with a number, not '{asked}'"
+                    error = (
+                        f"{_describe(bid, target=target)} is a slider: fill it with a number, not '{asked}'"
+                    )
                     return _Prepared([], ExecResult(outcome="action_error", error=error), target=target)
                 if slider.value is None:
                     error = f"{_describe(bid, target=target)} is a slider that shows no value to set it by"
@@ -308,6 +315,8 @@ def execute_action(session: BrowserSession, action: Action) -> ExecResult:
         return _move_slider(session, action, prepared.slider, prepared.target)
     if action.name == "select_text":
         return _select_text(session, action, prepared.target)
+    if action.name == "drag":
+        return _drag(session, action, prepared.target)
     actions, note, approval = prepared.actions, prepared.note, None
     rails = getattr(session, "rails", None)
     if rails is not None:  # a live run: field refusals, an off-site goto, the gate (raises RailsRefusal)
@@ -330,39 +339,106 @@ def execute_action(session: BrowserSession, action: Action) -> ExecResult:
     if not error:
         return ExecResult(outcome="ok", note=note, approval=approval)
     outcome, transient = classify_error(error)
-    return ExecResult(outcome=outcome, error=short_error(error), transient=transient, note=note, approval=approval)
+    return ExecResult(
+        outcome=outcome, error=short_error(error), transient=transient, note=note, approval=approval
+    )
 
 
-def _select_text(session: BrowserSession, action: Action, target: _Target | None) -> ExecResult:
-    """Highlight an element's text as a person does: a mouse drag (BrowserGym's `mouse_drag_and_drop`)
-    from just inside its box's top-left corner to just inside its bottom-right one, then say what the
-    page has selected. Why a drag and not a script setting the selection: the page sees the same mouse
-    events as from a person, and a live run's rails review it like any other action."""
-    bid = action.target_id or ""
+def _box_in_view(
+    session: BrowserSession, bid: str, target: _Target | None
+) -> tuple[dict[str, float] | None, ExecResult | None]:
+    """The element's box in the viewport (scrolled into view first), or why there is none to use."""
     locator = locate(session.page, bid)
     if locator is None:
-        return ExecResult(outcome="target_not_found", error=f"element [{bid}] is not on the page")
+        return None, ExecResult(outcome="target_not_found", error=f"element [{bid}] is not on the page")
     locator.scroll_into_view_if_needed(timeout=_CHECK_TIMEOUT_MS)
     box = locator.bounding_box(timeout=_CHECK_TIMEOUT_MS)
     if not box or box["width"] < 2 or box["height"] < 2:
-        return ExecResult(outcome="not_interactable", error=f"{_describe(bid, target=target)} has no box to drag over")
+        return None, ExecResult(
+            outcome="not_interactable", error=f"{_describe(bid, target=target)} has no box on the page"
+        )
+    return box, None
+
+
+def _mouse_drag(
+    session: BrowserSession,
+    action: Action,
+    target: _Target | None,
+    start: tuple[float, float],
+    end: tuple[float, float],
+) -> tuple[ExecResult | None, Approval | None]:
+    """BrowserGym's own `mouse_drag_and_drop` from `start` to `end`, after the rails' review of `action`:
+    (the failure, None when it went through; the gate's approval, if one was needed). Why BrowserGym's:
+    the page sees the mouse events a person makes."""
     rails = getattr(session, "rails", None)
     approval = rails.review(action, control_of(target) if target else None, session.page) if rails else None
     if approval is not None and not approval.approved:
-        return ExecResult(outcome="denied", approval=approval, error=f"a person denied the selection ({approval.reason})")
-    x0, y0 = box["x"] + 1, box["y"] + 1
-    x1, y1 = box["x"] + box["width"] - 1, box["y"] + box["height"] - 1
+        denied = f"a person denied the drag ({approval.reason})"
+        return ExecResult(outcome="denied", approval=approval, error=denied), approval
+    (x0, y0), (x1, y1) = start, end
     error = session.step_rendered(f"mouse_drag_and_drop({x0:.1f}, {y0:.1f}, {x1:.1f}, {y1:.1f})")
     if error:
         outcome, transient = classify_error(error)
-        return ExecResult(outcome=outcome, error=short_error(error), transient=transient)
-    selected = str(locator.evaluate("el => String(el.ownerDocument.getSelection())", timeout=_CHECK_TIMEOUT_MS))
+        return ExecResult(outcome=outcome, error=short_error(error), transient=transient), approval
+    return None, approval
+
+
+def _select_text(session: BrowserSession, action: Action, target: _Target | None) -> ExecResult:
+    """Highlight an element's text as a person does: a mouse drag from just inside its box's top-left
+    corner to just inside its bottom-right one, then say what the page has selected."""
+    bid = action.target_id or ""
+    box, problem = _box_in_view(session, bid, target)
+    if box is None:
+        return problem or ExecResult(outcome="not_interactable", error=f"element [{bid}] has no box")
+    start = (box["x"] + 1, box["y"] + 1)
+    end = (box["x"] + box["width"] - 1, box["y"] + box["height"] - 1)
+    failed, approval = _mouse_drag(session, action, target, start, end)
+    if failed is not None:
+        return failed
+    locator = locate(session.page, bid)
+    selected = (
+        str(locator.evaluate("el => String(el.ownerDocument.getSelection())", timeout=_CHECK_TIMEOUT_MS))
+        if locator
+        else ""
+    )
     if not selected.strip():
         return ExecResult(outcome="no_progress", error=f"the drag over [{bid}] selected no text")
-    return ExecResult(note=f"highlighted '{sanitize_text(' '.join(selected.split()), 80)}'", approval=approval)
+    return ExecResult(
+        note=f"highlighted '{sanitize_text(' '.join(selected.split()), 80)}'", approval=approval
+    )
 
 
-def _move_slider(session: BrowserSession, action: Action, slider: SliderState, target: _Target | None) -> ExecResult:
+# Direction word -> unit vector (screen y grows downwards).
+_DIRECTIONS = {"left": (-1, 0), "right": (1, 0), "up": (0, -1), "down": (0, 1)}
+_DRAG_PX = (20, 100)  # a drag goes the element's own size along its direction, within these bounds
+
+
+def _drag(session: BrowserSession, action: Action, target: _Target | None) -> ExecResult:
+    """Drag an element from its centre by its own size (20 to 100 pixels) left, right, up or down."""
+    bid = action.target_id or ""
+    direction = str(action.args.get("direction", "")).strip().lower()
+    if direction not in _DIRECTIONS:
+        asked = sanitize_text(direction, 20)
+        return ExecResult(
+            outcome="action_error", error=f"drag() needs a direction: left, right, up or down, not '{asked}'"
+        )
+    box, problem = _box_in_view(session, bid, target)
+    if box is None:
+        return problem or ExecResult(outcome="not_interactable", error=f"element [{bid}] has no box")
+    dx, dy = _DIRECTIONS[direction]
+    size = box["width"] if dx else box["height"]
+    distance = min(max(size, _DRAG_PX[0]), _DRAG_PX[1])
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    end = (cx + dx * distance, cy + dy * distance)
+    failed, approval = _mouse_drag(session, action, target, (cx, cy), end)
+    if failed is not None:
+        return failed
+    return ExecResult(note=f"dragged [{bid}] {distance:.0f} pixels {direction}", approval=approval)
+
+
+def _move_slider(
+    session: BrowserSession, action: Action, slider: SliderState, target: _Target | None
+) -> ExecResult:
     """Press the arrow keys on the slider's handle until it shows the value `fill` asked for: a first
     round at one unit per press, then up to two more with the step the first round showed. The rails
     review the presses of a live run like any other action."""
@@ -378,7 +454,11 @@ def _move_slider(session: BrowserSession, action: Action, slider: SliderState, t
             break
         approval = rails.review(planned[0], control, session.page) if rails is not None else None
         if approval is not None and not approval.approved:
-            return ExecResult(outcome="denied", approval=approval, error=f"a person denied moving the slider ({approval.reason})")
+            return ExecResult(
+                outcome="denied",
+                approval=approval,
+                error=f"a person denied moving the slider ({approval.reason})",
+            )
         error = session.step_rendered("\n".join(render_action(a) for a in planned))
         if error:
             outcome, transient = classify_error(error)
@@ -391,7 +471,9 @@ def _move_slider(session: BrowserSession, action: Action, slider: SliderState, t
         step = abs(after.value - now) / len(planned)
         now = after.value
     if now == goal:
-        moved = f"moved the slider from {shown(start)} to {shown(now)} with the arrow keys ({pressed} presses)"
+        moved = (
+            f"moved the slider from {shown(start)} to {shown(now)} with the arrow keys ({pressed} presses)"
+        )
         return ExecResult(note=moved)
     where = (
         f"the slider [{bid}] shows {shown(now)} after {pressed} arrow-key presses from {shown(start)}, "

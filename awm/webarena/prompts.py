@@ -14,7 +14,7 @@ from collections.abc import Collection, Sequence
 from typing import Literal
 
 from awm.actions import ACTION_SETS, RUN_WORKFLOW, actions_offered, describe_actions
-from awm.goal_values import asks_to_select_text
+from awm.goal_values import asks_to_drag, asks_to_select_text
 from awm.memory.text_format import render_workflow
 from awm.memory.workflow import Workflow, bind_parameters, instantiate
 from awm.tokens import PromptParts
@@ -46,13 +46,21 @@ HISTORY_HEADER = "## Previous steps"
 MAX_HISTORY_FIELD_CHARS = 300
 
 
+# Actions offered only when the goal asks for what they do (a small model given them on every page uses
+# them where they do not belong), each with the test of the goal that offers it.
+GOAL_ACTIONS = {"select_text": asks_to_select_text, "drag": asks_to_drag}
+
+
 def action_names_for(task: Task, goal: str = "") -> list[str] | None:
-    """The actions offered for a task (the action table says which benchmark gets which); `select_text`
-    only when the goal asks to highlight text (then the page's text blocks carry ids to take it)."""
+    """The actions offered for a task (the action table says which benchmark gets which), and those of
+    `GOAL_ACTIONS` whose goal test holds (`select_text`: the page's text blocks then carry ids)."""
     names = actions_offered(task.benchmark)
-    if asks_to_select_text(goal or task.goal):
-        return None if names is None else [*names, "select_text"]
-    return [n for n in (names or ACTION_SETS["browser"]) if n != "select_text"]
+    goal = goal or task.goal
+    wanted = [name for name, asks in GOAL_ACTIONS.items() if asks(goal)]
+    unwanted = set(GOAL_ACTIONS) - set(wanted)
+    if names is None and not unwanted:
+        return None
+    return [n for n in (names or ACTION_SETS["browser"]) if n not in unwanted] + (wanted if names else [])
 
 
 WORKFLOW_ACTION_TEXT = (

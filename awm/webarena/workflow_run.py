@@ -43,6 +43,7 @@ EXECUTABLE_ACTIONS: dict[str, str] = {
     "press": "press",
     "focus": "focus",
     "select_text": "select_text",
+    "drag": "drag",
     "CLICK": "click",
     "TYPE": "fill",
     "SELECT": "select_option",
