@@ -208,6 +208,16 @@ def test_an_element_is_dragged_by_its_own_size_in_the_direction_asked(session: B
     assert refused.outcome == "action_error" and "needs a direction: left, right, up or down, not 'sideways'" in refused.error
 
 
+def test_a_read_only_date_field_is_filled_through_its_calendar(session: BrowserSession, base_url: str):
+    """choose-date: the field refuses typing; fill opens its calendar, pages it back and clicks the day."""
+    policy = LabelScript(["fill('{Date:}', '10/05/2016')", "fill('{Date:}', 'soon')", "noop()"])
+    trajectory = run_episode(session, policy, fixture_task(base_url, "datepicker"), HarnessConfig(max_steps=3))
+    picked, refused, last = trajectory.steps
+    assert picked.outcome == "ok" and "picked 10/05/2016 in the field's calendar (4 clicks)" in picked.feedback, picked.error
+    assert "the field shows '10/05/2016'" in picked.feedback and "value='10/05/2016'" in refused.observation
+    assert refused.outcome != "ok"  # no date in it: a plain fill, which a read-only field refuses
+
+
 def test_label_renamed_after_load_and_after_click(session: BrowserSession, base_url: str):
     policy = LabelScript(["click('{Submit order}')", "noop()"])
     trajectory = run_episode(session, policy, fixture_task(base_url, "renamed"), HarnessConfig(max_steps=2))

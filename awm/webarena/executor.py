@@ -9,13 +9,16 @@ failure class the model can act on.
 
 from __future__ import annotations
 
+import calendar
 import re
 from dataclasses import dataclass
+from datetime import date
 from typing import Any, Protocol
 
 from awm.actions import ACTION_SETS, Action, render_action
 from awm.gate import ControlInfo
 from awm.trajectory import Approval, StepOutcome
+from awm.webarena.datepicker import MAX_MONTHS, date_asked, day_link, month_link, months_between, shown_month
 from awm.webarena.field_values import field_value
 from awm.webarena.outcomes import EnvCrashError, ExecResult, looks_like_crash
 from awm.webarena.sanitize import sanitize_text
@@ -74,6 +77,7 @@ _INSPECT_JS = r"""
     disabled: (typeof e.matches === 'function' && e.matches(':disabled')) || e.getAttribute('aria-disabled') === 'true',
     inert: !!e.closest('[inert]'),
     editable: e.isContentEditable === true,
+    readonly: ftag === 'input' && f.readOnly === true,
     select_bid: select ? select.getAttribute('bid') : null,
     option_label: tag === 'option' ? (e.label || e.textContent || '').trim() : null,
     select_multiple: select ? select.multiple : false,
@@ -110,6 +114,7 @@ class _Target(ControlInfo, frozen=True):
     disabled: bool = False
     inert: bool = False
     editable: bool = False
+    readonly: bool = False
     select_bid: str | None = None
     option_label: str | None = None
     select_multiple: bool = False  # the option's <select> takes several choices
@@ -220,6 +225,7 @@ class _Prepared:
     note: str = ""
     target: _Target | None = None
     slider: SliderState | None = None  # a fill on a slider: moved by arrow keys (`awm.webarena.slider`)
+    date: date | None = None  # a fill on a read-only date field: picked in its calendar (`datepicker`)
 
 
 def _prepare(session: BrowserSession, action: Action) -> _Prepared:
@@ -283,6 +289,9 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
                     error = f"{_describe(bid, target=target)} is a slider that shows no value to set it by"
                     return _Prepared([], ExecResult(outcome="not_interactable", error=error), target=target)
                 return _Prepared([action], target=target, slider=slider)
+        wanted = date_asked(value) if target.tag == "input" and target.readonly else None
+        if wanted is not None:
+            return _Prepared([action], target=target, date=wanted)
         wire = field_value(target.type, value) if target.tag == "input" else None
         if wire is not None and wire != value:
             # A date or time field takes only its own format (`field_values`): 5:36 PM is written 17:36.
@@ -313,6 +322,8 @@ def execute_action(session: BrowserSession, action: Action) -> ExecResult:
         return prepared.early
     if prepared.slider is not None:
         return _move_slider(session, action, prepared.slider, prepared.target)
+    if prepared.date is not None:
+        return _pick_date(session, action, prepared.date, prepared.target)
     if action.name == "select_text":
         return _select_text(session, action, prepared.target)
     if action.name == "drag":
@@ -341,6 +352,70 @@ def execute_action(session: BrowserSession, action: Action) -> ExecResult:
     outcome, transient = classify_error(error)
     return ExecResult(
         outcome=outcome, error=short_error(error), transient=transient, note=note, approval=approval
+    )
+
+
+def _pick_date(session: BrowserSession, action: Action, wanted: date, target: _Target | None) -> ExecResult:
+    """Pick `wanted` in the calendar a read-only date field opens: click the field, page the calendar
+    month by month (reading the month it shows after each click), click the day, read the field back.
+    Each click goes through BrowserGym and, on a live run, the rails' review, as the model's own do."""
+    bid = action.target_id or ""
+    rails = getattr(session, "rails", None)
+    clicks = 0
+
+    def click(element: str) -> ExecResult | None:
+        nonlocal clicks
+        planned = Action(name="click", args={"bid": element})
+        if rails is not None:
+            approval = rails.review(planned, read_control(session.page, element), session.page)
+            if approval is not None and not approval.approved:
+                return ExecResult(
+                    outcome="denied",
+                    approval=approval,
+                    error=f"a person denied a click in the calendar ({approval.reason})",
+                )
+        error = session.step_rendered(render_action(planned))
+        clicks += 1
+        if error:
+            outcome, transient = classify_error(error)
+            return ExecResult(outcome=outcome, error=short_error(error), transient=transient)
+        return None
+
+    asked = f"{wanted:%m/%d/%Y}"
+    failed = click(bid)
+    if failed is not None:
+        return failed
+    for _ in range(MAX_MONTHS + 1):
+        page = session.observe()
+        shown = shown_month(page)
+        if shown is None:
+            error = f"{_describe(bid, target=target)} is read-only and opened no calendar to pick {asked} in"
+            return ExecResult(outcome="not_interactable", error=error)
+        months = months_between(shown, wanted)
+        if months == 0:
+            break
+        way = month_link(page, forward=months > 0)
+        if way is None:
+            where = f"{calendar.month_name[shown[1]]} {shown[0]}"
+            error = f"the calendar of [{bid}] shows {where} and has no way to the {'next' if months > 0 else 'previous'} month"
+            return ExecResult(outcome="action_error", error=error)
+        failed = click(way)
+        if failed is not None:
+            return failed
+    else:
+        return ExecResult(outcome="action_error", error=f"the calendar of [{bid}] did not reach {asked}")
+    day = day_link(page, wanted.day)
+    if day is None:
+        return ExecResult(
+            outcome="action_error", error=f"the calendar of [{bid}] shows no day {wanted.day} to click"
+        )
+    failed = click(day)
+    if failed is not None:
+        return failed
+    field = locate(session.page, bid)
+    shows = _inspect(field).text if field is not None else ""
+    return ExecResult(
+        note=f"picked {asked} in the field's calendar ({clicks} clicks); the field shows '{sanitize_text(shows, 40)}'"
     )
 
 
