@@ -177,21 +177,6 @@ def test_a_value_typed_in_another_letter_case_than_the_goal_asks_holds_the_butto
     assert guidance(wrong, goal, typed).waiting == set()
 
 
-def test_a_field_holding_the_goals_own_words_holds_the_buttons() -> None:
-    """Measured on text-transform: the model typed the goal's sentence into the field and submitted."""
-    goal = "Type the text below into the text field and press Submit."
-    echoed = page([("19", "textbox", "", ""), ("20", "button", "Submit", "")], goal)
-    echoed.text = "LO4e\n[19] textbox value='Type the text below into the text field'\n[20] button 'Submit'"
-    state = guidance(echoed, goal, [filled("Type the text below into the text field")])
-    assert state.waiting == {"20"} and "is the goal's own words: type the text the page shows" in state.note
-    echoed.text = "LO4e\n[19] textbox value='LO4e'\n[20] button 'Submit'"
-    assert guidance(echoed, goal, [filled("LO4e")]).waiting == set()
-    quoted = 'Enter "the quick brown fox" into the text field and press Submit.'
-    typed = page([("19", "textbox", "", ""), ("20", "button", "Submit", "")], quoted)
-    typed.text = "[19] textbox value='the quick brown fox'\n[20] button 'Submit'"
-    assert guidance(typed, quoted, [filled("the quick brown fox")]).waiting == set()
-
-
 def test_while_no_name_the_goal_gives_was_shown_only_the_page_links_are_offered() -> None:
     """Measured on phone-book: the model clicked the phone number of whoever the first page showed."""
     goal = "Find Catherina in the contact book and click on their phone number."

@@ -191,8 +191,7 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     literals = extract_goal_literals(goal)
     closing = _closing_hold(page, goal, history)
     ordinals = ordinal_controls(page, goal)
-    echoes = goal_echoes(page, goal, literals)
-    if not literals and not ordinals and not echoes:
+    if not literals and not ordinals:
         return closing
     controls = goal_controls(page, literals)
     named_here = {c.literal for c in controls}
@@ -253,10 +252,6 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
         if missing:
             quoted = ", ".join(f"'{text}'" for text in missing)
             notes.append(f"The link {quoted} named in the goal is not on this page: look for it elsewhere.")
-    if echoes:
-        # "Type the text below into the text field": the model typed the goal's own sentence (text-transform).
-        waiting |= _other_ids(page, literals, WAITING_ROLES)
-        notes.append(f"'{echoes[0]}' is the goal's own words: type the text the page shows instead.")
     if closing.waiting:
         waiting |= closing.waiting
         notes.append(closing.note)
@@ -274,7 +269,6 @@ _PAGING = re.compile(
 )
 
 
-_WORD = re.compile(r"\w+")
 _ONWARD = re.compile(r"^\s*(?:[>»›]+|next|more|older)\s*$", re.IGNORECASE)
 
 
@@ -305,26 +299,6 @@ def _closing_hold(page: PageState, goal: str, history: Sequence[Step]) -> GoalGu
         return GoalGuidance([], set(), "")
     first = "; ".join(f"{c.verb} {c.rest}".strip() for c in clauses[:-1])
     return GoalGuidance([], held, f"Before '{clauses[-1].verb} {name}', the goal asks: {first}.")
-
-
-_ECHO_WORDS = 4  # a typed value this long that is a run of the goal's own words echoes the goal
-
-
-def goal_echoes(page: PageState, goal: str, literals: Sequence[GoalLiteral]) -> list[str]:
-    """Field values that are a run of at least four of the goal's own words and no value it names.
-
-    Why: measured on text-transform ("Type the text below into the text field and press Submit."), the
-    model typed that sentence into the field in all three episodes and submitted it."""
-    goal_words = _WORD.findall(goal.casefold())
-    found = []
-    for value in _field_values(page):
-        words = _WORD.findall(value.casefold())
-        named = [" ".join(_WORD.findall(x.text.casefold())) for x in literals]
-        if len(words) < _ECHO_WORDS or any(" ".join(words) in text for text in named):
-            continue  # typing (part of) a value the goal quotes is what it asks
-        if any(goal_words[i : i + len(words)] == words for i in range(len(goal_words) - len(words) + 1)):
-            found.append(value)
-    return found
 
 
 def _typed(literal: GoalLiteral, page: PageState, history: Sequence[Step]) -> bool:
