@@ -422,17 +422,20 @@ def _pick_date(session: BrowserSession, action: Action, wanted: date, target: _T
 def _box_in_view(
     session: BrowserSession, bid: str, target: _Target | None
 ) -> tuple[dict[str, float] | None, ExecResult | None]:
-    """The element's box in the viewport (scrolled into view first), or why there is none to use."""
-    locator = locate(session.page, bid)
-    if locator is None:
-        return None, ExecResult(outcome="target_not_found", error=f"element [{bid}] is not on the page")
-    locator.scroll_into_view_if_needed(timeout=_CHECK_TIMEOUT_MS)
-    box = locator.bounding_box(timeout=_CHECK_TIMEOUT_MS)
-    if not box or box["width"] < 2 or box["height"] < 2:
-        return None, ExecResult(
-            outcome="not_interactable", error=f"{_describe(bid, target=target)} has no box on the page"
-        )
-    return box, None
+    """The element's box as BrowserGym measured it for the observation the model acted on, in the
+    coordinates its mouse actions take (the screenshot's: a page BrowserGym scales, as MiniWoB++'s by 1.5,
+    has Playwright's boxes in other units), or why there is none to use."""
+    obs = getattr(session, "last_obs", None) or {}
+    props = (obs.get("extra_element_properties") or {}).get(bid, {})
+    bbox = props.get("bbox")
+    if props.get("visibility") == 0:
+        error = f"{_describe(bid, target=target)} is off-screen: scroll to it first"
+        return None, ExecResult(outcome="not_interactable", error=error)
+    if not bbox or len(bbox) < 4 or bbox[2] < 2 or bbox[3] < 2:
+        error = f"{_describe(bid, target=target)} has no box on the page"
+        return None, ExecResult(outcome="not_interactable", error=error)
+    x, y, width, height = (float(v) for v in bbox[:4])
+    return {"x": x, "y": y, "width": width, "height": height}, None
 
 
 def _mouse_drag(
