@@ -225,7 +225,9 @@ class _Prepared:
     note: str = ""
     target: _Target | None = None
     slider: SliderState | None = None  # a fill on a slider: moved by arrow keys (`awm.webarena.slider`)
-    date: date | None = None  # a fill on a read-only date field: picked in its calendar (`datepicker`)
+    calendar_date: date | None = (
+        None  # a fill on a read-only date field: picked in its calendar (`datepicker`)
+    )
 
 
 def _prepare(session: BrowserSession, action: Action) -> _Prepared:
@@ -291,7 +293,7 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
                 return _Prepared([action], target=target, slider=slider)
         wanted = date_asked(value) if target.tag == "input" and target.readonly else None
         if wanted is not None:
-            return _Prepared([action], target=target, date=wanted)
+            return _Prepared([action], target=target, calendar_date=wanted)
         wire = field_value(target.type, value) if target.tag == "input" else None
         if wire is not None and wire != value:
             # A date or time field takes only its own format (`field_values`): 5:36 PM is written 17:36.
@@ -322,8 +324,8 @@ def execute_action(session: BrowserSession, action: Action) -> ExecResult:
         return prepared.early
     if prepared.slider is not None:
         return _move_slider(session, action, prepared.slider, prepared.target)
-    if prepared.date is not None:
-        return _pick_date(session, action, prepared.date, prepared.target)
+    if prepared.calendar_date is not None:
+        return _pick_date(session, action, prepared.calendar_date, prepared.target)
     if action.name == "select_text":
         return _select_text(session, action, prepared.target)
     if action.name == "drag":
@@ -382,6 +384,14 @@ def _pick_date(session: BrowserSession, action: Action, wanted: date, target: _T
         return None
 
     asked = f"{wanted:%m/%d/%Y}"
+    if rails is not None:  # the fill itself first: a field the rails refuse is refused here too
+        approval = rails.review(action, control_of(target) if target else None, session.page)
+        if approval is not None and not approval.approved:
+            return ExecResult(
+                outcome="denied",
+                approval=approval,
+                error=f"a person denied filling [{bid}] ({approval.reason})",
+            )
     failed = click(bid)
     if failed is not None:
         return failed
