@@ -13,11 +13,25 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Mapping, Sequence
 from datetime import date, datetime
+from typing import Protocol
 
 from dateutil import parser as date_parser
 
-from awm.webarena.env import PageState
+from awm.trajectory import TargetDesc
+
+
+class PageState(Protocol):
+    """What this module reads of a page (`awm.webarena.env.PageState` has it). A protocol, not that
+    class: the executor imports this module, and the session module imports the executor."""
+
+    text: str
+    ids: Sequence[str]
+    elements: Mapping[str, TargetDesc]
+
+    def flags(self, bid: str) -> tuple[str, ...]: ...
+
 
 _MONTHS = {name.casefold(): i for i, name in enumerate(calendar.month_name) if name} | {
     name.casefold(): i for i, name in enumerate(calendar.month_abbr) if name
