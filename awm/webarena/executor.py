@@ -429,7 +429,7 @@ def _pick_date(session: BrowserSession, action: Action, wanted: date, target: _T
     )
 
 
-def _box_in_view(
+def _observed_box(
     session: BrowserSession, bid: str, target: _Target | None
 ) -> tuple[dict[str, float] | None, ExecResult | None]:
     """The element's box as BrowserGym measured it for the observation the model acted on, in the
@@ -475,7 +475,7 @@ def _select_text(session: BrowserSession, action: Action, target: _Target | None
     """Highlight an element's text as a person does: a mouse drag from just inside its box's top-left
     corner to just inside its bottom-right one, then say what the page has selected."""
     bid = action.target_id or ""
-    box, problem = _box_in_view(session, bid, target)
+    box, problem = _observed_box(session, bid, target)
     if box is None:
         return problem or ExecResult(outcome="not_interactable", error=f"element [{bid}] has no box")
     start = (box["x"] + 1, box["y"] + 1)
@@ -510,7 +510,7 @@ def _drag(session: BrowserSession, action: Action, target: _Target | None) -> Ex
         return ExecResult(
             outcome="action_error", error=f"drag() needs a direction: left, right, up or down, not '{asked}'"
         )
-    box, problem = _box_in_view(session, bid, target)
+    box, problem = _observed_box(session, bid, target)
     if box is None:
         return problem or ExecResult(outcome="not_interactable", error=f"element [{bid}] has no box")
     dx, dy = _DIRECTIONS[direction]
