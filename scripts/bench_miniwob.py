@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shlex
 import sys
 from collections import Counter, defaultdict
@@ -32,84 +31,20 @@ from rich.table import Table
 
 from awm.evaluation.success import is_success
 from awm.files import write_text_atomic
-from awm.trajectory import Trajectory, load_trajectory
+from awm.pipeline.episode_tables import anatomy, anatomy_lines, group_rows, latest_trajectories, overall
+from awm.trajectory import Trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
 SPLIT_CONFIG = ROOT / "configs" / "miniwob-dev-split.toml"
-TOP = 10
-_BID = re.compile(r"'\d+'")
 
 
 def _task_name(trajectory: Trajectory) -> str:
     return trajectory.task.task_id.removeprefix("browsergym/").removeprefix("miniwob.")
 
 
-def latest_trajectories(run_dir: Path) -> list[Trajectory]:
-    """The last attempt of each task key in a run folder's trajectories/ (what the summary counts)."""
-    latest: dict[str, Trajectory] = {}
-    for path in sorted((run_dir / "trajectories").glob("*.json")):
-        trajectory = load_trajectory(path)
-        kept = latest.get(trajectory.task.key)
-        if kept is None or trajectory.started_at >= kept.started_at:
-            latest[trajectory.task.key] = trajectory
-    return [latest[k] for k in sorted(latest)]
-
-
 def task_rows(trajectories: list[Trajectory]) -> list[dict]:
     """Per task: episodes, solved, mean steps, model calls per step, prompt tokens per step, s/episode."""
-    by_task: dict[str, list[Trajectory]] = defaultdict(list)
-    for t in trajectories:
-        by_task[_task_name(t)].append(t)
-    rows = []
-    for name in sorted(by_task):
-        group = by_task[name]
-        steps = sum(len(t.steps) for t in group)
-        rows.append({
-            "task": name,
-            "episodes": len(group),
-            "solved": sum(is_success(t) for t in group),
-            "mean_steps": steps / len(group),
-            "calls_per_step": sum(s.llm_calls for t in group for s in t.steps) / steps if steps else 0.0,
-            "prompt_tokens_per_step": sum(t.prompt_tokens for t in group) / steps if steps else 0.0,
-            "seconds_per_episode": sum(t.seconds for t in group) / len(group),
-            "ends": dict(Counter(t.end for t in group)),
-        })  # fmt: skip
-    return rows
-
-
-def anatomy(trajectories: list[Trajectory]) -> dict:
-    """Where the failed episodes went wrong: ends, step failure classes, repeated actions, parse refusals."""
-    failed = [t for t in trajectories if not is_success(t)]
-    repeated: Counter[str] = Counter()
-    for t in failed:
-        actions = Counter(_BID.sub("'ID'", s.action_str) for s in t.steps if s.action_str)
-        for action, n in actions.items():
-            if n >= 2:
-                repeated[f"{_task_name(t)}: {action}"] += n
-    refusals = Counter(
-        s.error.split(";")[0][:90] for t in trajectories for s in t.steps if s.outcome == "parse_error"
-    )
-    return {
-        "failed_episodes": len(failed),
-        "ends_of_failed": dict(Counter(t.end for t in failed).most_common()),
-        "failure_classes": dict(Counter(s.outcome for t in trajectories for s in t.steps if s.outcome != "ok").most_common()),
-        "repeated_actions": dict(repeated.most_common(TOP)),
-        "parse_refusals": dict(refusals.most_common(TOP)),
-    }  # fmt: skip
-
-
-def overall(trajectories: list[Trajectory]) -> dict:
-    steps = sum(len(t.steps) for t in trajectories)
-    n = len(trajectories)
-    return {
-        "episodes": n,
-        "solved": sum(is_success(t) for t in trajectories),
-        "success_rate": sum(is_success(t) for t in trajectories) / n if n else None,
-        "steps": steps,
-        "calls_per_step": sum(s.llm_calls for t in trajectories for s in t.steps) / steps if steps else 0.0,
-        "prompt_tokens_per_step": sum(t.prompt_tokens for t in trajectories) / steps if steps else 0.0,
-        "seconds_per_episode": sum(t.seconds for t in trajectories) / n if n else 0.0,
-    }
+    return group_rows(trajectories, _task_name, "task")
 
 
 def render_markdown(run_dir: Path, rows: list[dict], total: dict, causes: dict, command: str) -> str:
@@ -133,16 +68,7 @@ def render_markdown(run_dir: Path, rows: list[dict], total: dict, causes: dict, 
             f"| {r['task']} | {r['solved']}/{r['episodes']} | {r['mean_steps']:.1f} | {r['calls_per_step']:.2f} | "
             f"{r['prompt_tokens_per_step']:.0f} | {r['seconds_per_episode']:.1f} | {ends} |"
         )
-    lines += ["", f"## Failure anatomy ({causes['failed_episodes']} failed episodes)", ""]
-    for title, key in (
-        ("How failed episodes ended", "ends_of_failed"),
-        ("Step failure classes (all episodes)", "failure_classes"),
-        ("Actions repeated within one failed episode (bids as ID)", "repeated_actions"),
-        ("Parse refusals", "parse_refusals"),
-    ):
-        lines += [f"### {title}", ""]
-        lines += [f"- {k}: {v}" for k, v in causes[key].items()] or ["- none"]
-        lines.append("")
+    lines += ["", *anatomy_lines(causes)]
     return "\n".join(lines)
 
 
@@ -172,7 +98,7 @@ def report(run_dir: Path, console: Console, command: str) -> None:
     if not trajectories:
         console.print(f"{run_dir}: no finished episodes (trajectories/*.json)")
         raise SystemExit(2)
-    rows, total, causes = task_rows(trajectories), overall(trajectories), anatomy(trajectories)
+    rows, total, causes = task_rows(trajectories), overall(trajectories), anatomy(trajectories, _task_name)
     print_tables(console, rows, total, causes)
     data = {"run_dir": str(run_dir), "command": command, "overall": total, "tasks": rows, "anatomy": causes}
     write_text_atomic(run_dir / "bench_miniwob.json", json.dumps(data, indent=2) + "\n")

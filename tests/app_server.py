@@ -36,6 +36,7 @@ def serve(runs: list[Path], *args: str, memory: Path | None = None, timeout_s: f
     port = free_port()
     command = [sys.executable, "-m", "awm.cli", "serve", "--port", str(port)]
     for folder in runs:
+        Path(folder).mkdir(parents=True, exist_ok=True)  # `awm serve` refuses a runs folder that is not there
         command += ["--runs", str(folder)]
     if memory is not None:
         command += ["--memory", str(memory)]

@@ -24,7 +24,9 @@ from awm.app.ablation_pages import arm_views, per_task_rows, relative_file, rend
 from awm.app.catalog import Folder
 from awm.evaluation.audit import audit
 from awm.pipeline.ablation import arm_dir
-from awm.pipeline.report import RESULTS_JSON, RESULTS_MD, AblationReport, write_report
+from awm.pipeline.report import AblationReport
+from awm.pipeline.report_render import write_report
+from awm.pipeline.results import RESULTS_JSON, RESULTS_MD
 from awm.trajectory import Verdict, load_trajectories
 from tests.app_server import get_json, serve, snap
 

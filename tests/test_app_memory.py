@@ -9,6 +9,7 @@ workflow's source episode resolves to a served episode page. Each scope is used 
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -128,6 +129,33 @@ def test_no_memory_database_is_said_and_not_created(tmp_path: Path) -> None:
         assert get_status(f"{base}/memory") == 200
         assert get_status(f"{base}/memory/scope/{SHOWN}") == 404
     assert not missing.exists() and not missing.parent.exists()
+
+
+def test_the_pages_read_memory_read_only(tmp_path: Path) -> None:
+    """Reads leave the database's bytes as they were; a file that is not memory is refused untouched; a
+    rollback on a missing database is a 404 that creates nothing either."""
+    (tmp_path / "runs").mkdir()
+    db = tmp_path / "memory.sqlite"
+    build_memory(db, "ep-1")
+    before = db.read_bytes()
+    foreign = tmp_path / "run.sqlite"
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE run (id TEXT PRIMARY KEY)")
+    conn.close()
+    foreign_before = foreign.read_bytes()
+    with serve([tmp_path / "runs"], memory=db) as base:
+        assert get_status(f"{base}/memory") == 200 and get_status(f"{base}/memory/scope/{SHOWN}") == 200
+        assert get_json(f"{base}/api/memory/{SHOWN}/diff?a=1&b=3")[0] == 200
+    assert db.read_bytes() == before
+    with serve([tmp_path / "runs"], memory=foreign) as base:
+        status, body = get_json(f"{base}/api/memory/scopes")
+        assert status == 422 and "not a usable workflow memory database" in body["detail"]
+    assert foreign.read_bytes() == foreign_before
+    missing = tmp_path / "none" / "memory.sqlite"
+    with serve([tmp_path / "runs"], memory=missing) as base:
+        status, _ = post_json(f"{base}/api/memory/{POSTED}/rollback", {"version": 1, "confirm": True})
+        assert status == 404
+    assert not missing.parent.exists()
 
 
 @pytest.mark.browser

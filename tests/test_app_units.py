@@ -13,13 +13,16 @@ from pydantic import ValidationError
 
 from awm.app.catalog import Catalog, NotServed, file_in
 from awm.app.live import LiveRequest, LiveRun, child_command, pending_questions, terminal_event
-from awm.app.runs import RunListing, episode_status, recoveries, step_tree
-from awm.app.serve_cli import bind_warning
-from awm.app.server import filter_runs
-from awm.app.web import AppSettings
+from awm.app.runs import RunListing, episode_status, read_run, screenshot_url, step_tree
+from awm.app.serve_cli import bind_warning, served_folders
+from awm.app.server import episode_payload, episode_view_data, filter_runs, list_runs
+from awm.app.web import AppContext, AppSettings
+from awm.errors import ConfigError
 from awm.gate import FolderGate, GateRequest, answer_question
-from awm.traces.db import EpisodeRow, StepRow
-from awm.trajectory import Task
+from awm.traces import RunRecorder
+from awm.traces.db import EpisodeRow, RunDatabase, StepRow
+from awm.trajectory import Step, Task, Trajectory, Verdict
+from awm.webarena.harness import StepCapture
 
 
 def _episode(**fields) -> EpisodeRow:
@@ -56,10 +59,50 @@ def test_episode_status_words(fields: dict, status: str) -> None:
     assert episode_status(_episode(**fields)) == status
 
 
-def test_recoveries_count_failed_steps_the_agent_got_past() -> None:
-    assert recoveries(["parse_error", "ok", "target_not_found", "no_progress"]) == 1  # the last two: never
-    assert recoveries(["parse_error", "id_not_on_page", "ok", "ok"]) == 2
-    assert recoveries(["no_progress"]) == recoveries([]) == 0
+def _recorded_run(run_dir: Path) -> Path:
+    """A run of two episodes: `ep-a` ended (recovered once, a screenshot at steps 0 and 2), `ep-b` never
+    ended (its trajectory only in the rows; recovered once)."""
+    png = b"\x89PNG\r\n\x1a\n not really an image"
+    with RunRecorder(run_dir, config={"llm": {"model": "m"}}, config_hash="h", name="two") as recorder:
+        for episode_id, outcomes in (("ep-a", ["parse_error", "ok", "ok"]), ("ep-b", ["no_progress", "ok"])):
+            trajectory = Trajectory(trajectory_id=episode_id, task=Task(task_id=episode_id, goal="g", scope="s", benchmark="miniwob"))
+            recorder.start_episode(trajectory)
+            for index, outcome in enumerate(outcomes):
+                step = Step(index=index, outcome=outcome, action_str=f"click('{index}')")  # type: ignore[arg-type]
+                trajectory.steps.append(step)
+                capture = StepCapture(png=png) if episode_id == "ep-a" and index != 1 else None
+                recorder.record_step(trajectory, step, capture)
+            if episode_id == "ep-a":
+                trajectory.end, trajectory.verdict = "done", Verdict(reward=1.0)
+                recorder.end_episode(trajectory)
+    return run_dir
+
+
+def test_the_runs_listing_counts_recoveries_per_episode_and_per_run(tmp_path: Path) -> None:
+    _recorded_run(tmp_path / "runs" / "two")
+    settings = AppSettings(runs=[tmp_path / "runs"], live_dir=tmp_path / "runs" / "live")
+    ctx = AppContext(settings=settings, catalog=Catalog(settings.runs))
+    [listing] = list_runs(ctx)
+    assert (listing.key, listing.episodes, listing.recoveries) == ("two", 2, 2)
+    _, episodes, recovered = read_run(ctx.catalog.folder("two", "run"))
+    assert [e.id for e in episodes] == ["ep-a", "ep-b"] and recovered == {"ep-a": 1, "ep-b": 1}
+
+
+def test_the_episode_view_reads_through_one_open_database_and_links_screenshots_one_way(tmp_path: Path) -> None:
+    _recorded_run(tmp_path / "runs" / "two")
+    folder = Catalog([tmp_path / "runs"]).folder("two", "run")
+    with RunDatabase(folder.path) as db:
+        linked = episode_view_data(None, folder, db, "ep-a", embed=False)
+        embedded = episode_view_data(None, folder, db, "ep-a", embed=True)
+        running = episode_view_data(None, folder, db, "ep-b", embed=False)  # rebuilt from its rows
+        with pytest.raises(NotServed, match="no episode 'ep'"):
+            episode_view_data(None, folder, db, "ep", embed=False)  # exact ids only
+        payload = episode_payload(folder, *(db.episode("ep-a"), db.steps("ep-a")))
+    assert linked["shots"] == {i: screenshot_url("two", "ep-a", i) for i in (0, 2)}
+    assert [s["screenshot_url"] for s in payload["steps"]] == [linked["shots"][0], None, linked["shots"][2]]
+    assert set(embedded["shots"]) == {0, 2} and all(u.startswith("data:image/png;base64,") for u in embedded["shots"].values())
+    assert [n.step.idx for n in running["tree"]] == [0, 1] and running["shots"] == {}
+    assert running["status"] == "running" and linked["status"] == "success"
 
 
 def test_step_tree_nests_workflow_sub_steps_and_keeps_orphans() -> None:
@@ -102,6 +145,27 @@ def test_bind_warning_only_off_loopback() -> None:
     assert bind_warning("localhost", 1) is None
     warning = bind_warning("0.0.0.0", 8765)
     assert warning is not None and "anyone who can reach port 8765 can" in warning and "start live runs" in warning
+
+
+def test_serve_refuses_a_runs_folder_that_is_not_there_before_it_starts(tmp_path: Path) -> None:
+    missing = tmp_path / "no" / "runs"
+    done = subprocess.run(
+        [sys.executable, "-m", "awm.cli", "serve", "--runs", str(tmp_path), "--runs", str(missing), "--port", "9"],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == f"error: --runs {missing}: no such folder (give a folder of run folders, e.g. --runs runs)"
+    assert not (tmp_path / "no").exists()
+
+
+def test_served_folders_are_the_named_ones_or_the_default_made_on_first_use(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    assert served_folders([tmp_path], tmp_path / "default") == [tmp_path]
+    assert not (tmp_path / "default").exists()  # named folders: the default is not touched
+    assert served_folders(None, tmp_path / "default") == [tmp_path / "default"] and (tmp_path / "default").is_dir()
+    for bad in ([tmp_path / "missing"], [tmp_path / "file"]):
+        with pytest.raises(ConfigError, match=str(bad[0])):
+            served_folders(bad, tmp_path / "default")
 
 
 def test_live_requests_name_a_goal_or_a_complete_intent() -> None:

@@ -1,5 +1,6 @@
 """The house rules of DESIGN.md section 2, checked on the source: no import cycle between modules of
-`awm`, and no arrow from a consumer (`awm.webarena`, `awm.mind2web`) up into the driver or its parts.
+`awm`, no arrow from a consumer (`awm.webarena`, `awm.mind2web`) up into the driver or its parts, and
+nothing below the web application (`awm.app`) importing it.
 
 Every import counts: top-level, inside functions, and under `TYPE_CHECKING` (a cycle that only a type
 checker sees is still two modules that cannot be understood apart).
@@ -20,6 +21,13 @@ FORBIDDEN = {
     "awm.mind2web": ("awm.pipeline", "awm.traces", "awm.evaluation", "awm.induction", "awm.webarena"),
     "awm.memory": ("awm.webarena", "awm.mind2web", "awm.pipeline", "awm.llm", "awm.induction"),
 }
+
+# The web application sits on top of the driver, the traces and memory; only these sit above it. `awm.cli`
+# is the `awm` command, which mounts every area's commands (`awm serve`, and `awm traces export`, whose
+# --html renders the app's pages). No other module assembles commands across areas: `demo` and `doctor`
+# are commands that cli mounts, and each area's own `commands` module stays inside its area.
+APP = "awm.app"
+ABOVE_THE_APP = ("awm.app", "awm.cli")
 
 
 def module_name(path: Path) -> str:
@@ -121,6 +129,35 @@ def test_no_arrow_runs_up_from_a_consumer(consumer: str) -> None:
                 if any(target == f or target.startswith(f + ".") for f in FORBIDDEN[consumer]):
                     bad.append(f"{module} -> {target}")
     assert not bad, f"{consumer} must not import these: " + ", ".join(bad)
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def arrows_into_the_app(graph: dict[str, set[str]]) -> list[str]:
+    """`module -> target` for every import of `awm.app` by a module that is not above the app."""
+    return [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        if not any(_within(module, top) for top in ABOVE_THE_APP)
+        for target in sorted(targets)
+        if _within(target, APP)
+    ]
+
+
+def test_nothing_below_the_app_imports_it() -> None:
+    bad = arrows_into_the_app(import_graph())
+    assert not bad, "only awm.cli may import awm.app from outside it: " + ", ".join(bad)
+
+
+def test_the_app_rule_sees_the_old_arrow_up() -> None:
+    """The rule fails on what the traces CLI once did (a function-local `from awm.app.export import ...`)."""
+    graph = import_graph()
+    assert "awm.app.export" in graph and "awm.traces.commands" in graph and "awm.cli" in graph
+    old = {**graph, "awm.traces.commands": graph["awm.traces.commands"] | {"awm.app.export"}}
+    assert arrows_into_the_app(old) == ["awm.traces.commands -> awm.app.export"]
+    assert "awm.app.serve_cli" in graph["awm.cli"] and "awm.app.export_cli" in graph["awm.cli"]
 
 
 def test_the_checker_sees_a_cycle_and_a_relative_import(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -10,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from awm.errors import WorkflowParseError
+from awm.errors import AwmError, DataError, WorkflowParseError
 from awm.memory.commands import app
-from awm.memory.store import WorkflowStore
+from awm.memory.store import NoStoreError, WorkflowStore
 
 M2W = """## search_site
 Given that you are on the home page, this workflow searches the site.
@@ -112,10 +113,6 @@ def test_subprocess_errors_exit_2_with_one_line(files: Path):
     )
     assert bad.returncode == 2
     assert "line 5" in bad.stderr and "Traceback" not in bad.stderr
-    missing = subprocess.run(
-        [*base, "log", "nope", "--db", str(db)], capture_output=True, text=True, timeout=120
-    )
-    assert missing.returncode == 2 and "no memory scope 'nope'" in missing.stderr
     ok = subprocess.run(
         [*base, "import", str(files / "v1.txt"), "--scope", "s", "--db", str(db)],
         capture_output=True,
@@ -123,6 +120,66 @@ def test_subprocess_errors_exit_2_with_one_line(files: Path):
         timeout=120,
     )
     assert ok.returncode == 0 and "version 1" in ok.stdout
+    missing = subprocess.run(
+        [*base, "log", "nope", "--db", str(db)], capture_output=True, text=True, timeout=120
+    )
+    assert missing.returncode == 2 and "no memory scope 'nope'" in missing.stderr
+
+
+READERS = [("scopes",), ("log", "s/x"), ("show", "s/x"), ("diff", "s/x", "1", "2"), ("export", "s/x")]
+
+
+@pytest.mark.parametrize("args", [*READERS, ("rollback", "s/x", "1")], ids=lambda a: a[0])
+def test_a_command_on_a_missing_database_names_it_and_creates_nothing(tmp_path: Path, args: tuple[str, ...]):
+    """Only import may start a memory: a mistyped --db is an error naming it, never a new empty file."""
+    db = tmp_path / "nowhere" / "none.sqlite"
+    result = cli(*args, db=db)
+    assert isinstance(result.exception, NoStoreError) and f"{db}: no memory database here" in str(result.exception)
+    assert not db.exists() and not db.parent.exists()
+
+
+def test_a_missing_database_is_one_line_and_exit_2(tmp_path: Path):
+    db = tmp_path / "none.db"
+    done = subprocess.run(
+        [sys.executable, "-m", "awm.cli", "memory", "show", "s/x", "--db", str(db)],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2 and done.stderr.startswith(f"error: {db}: no memory database here")
+    assert len(done.stderr.strip().splitlines()) == 1 and not db.exists()
+
+
+@pytest.mark.parametrize("args", READERS, ids=lambda a: a[0])
+def test_reading_a_database_that_is_not_memory_leaves_it_as_it_was(tmp_path: Path, args: tuple[str, ...]):
+    """--db pointed at another SQLite file (a run database): refused, and no memory table added to it."""
+    other = tmp_path / "run.sqlite"
+    with sqlite3.connect(other) as conn:
+        conn.execute("CREATE TABLE run (id TEXT PRIMARY KEY)")
+    conn.close()
+    before = other.read_bytes()
+    result = cli(*args, db=other)
+    assert isinstance(result.exception, DataError) and "not a usable workflow memory database" in str(result.exception)
+    assert other.read_bytes() == before
+
+
+def test_reading_commands_work_on_a_read_only_open(files: Path):
+    """scopes, log, show, diff and export read a database a writer made, without writing to it."""
+    db = files / "memory.sqlite"
+    for version in ("v1.txt", "v2.txt"):
+        assert cli("import", str(files / version), "--scope", "mind2web/shop", db=db).exit_code == 0
+    before = db.read_bytes()
+    for args in (("scopes",), ("log", "mind2web/shop"), ("show", "mind2web/shop"), ("diff", "mind2web/shop", "1", "2")):
+        result = cli(*args, db=db)
+        assert result.exit_code == 0 and result.output.strip(), (args, result.output)
+    assert cli("export", "mind2web/shop", str(files / "out"), db=db).exit_code == 0
+    assert (files / "out" / "mind2web" / "shop.txt").read_text() == M2W_V2
+    assert db.read_bytes() == before
+
+
+def test_an_export_folder_that_cannot_be_written_is_refused_before_writing(files: Path):
+    db = files / "memory.sqlite"
+    assert cli("import", str(files / "v1.txt"), "--scope", "mind2web/shop", db=db).exit_code == 0
+    result = cli("export", "mind2web/shop", str(files / "v1.txt" / "out"), db=db)  # below a plain file
+    assert isinstance(result.exception, AwmError) and "cannot be written" in str(result.exception)
 
 
 def test_without_db_every_command_uses_awm_memory_db(files: Path, monkeypatch: pytest.MonkeyPatch):

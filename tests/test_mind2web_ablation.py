@@ -19,15 +19,15 @@ from awm.mind2web.solve import predictions_for
 from awm.pipeline.ablation import arm_dir, load_ablation, run_ablation
 from awm.pipeline.mind2web_report import (
     NO_BUDGET_MATCH,
-    PLOT_METRICS,
     USAGE_JSON,
     Mind2WebAblationReport,
     TaskResult,
-    bootstrap_ratio_ci,
     compare,
     metric_stats,
 )
-from awm.pipeline.report import AblationReport, bootstrap_mean_ci, sign_test_p, wilson_interval
+from awm.pipeline.mind2web_report_render import PLOT_METRICS
+from awm.pipeline.report import AblationReport
+from awm.pipeline.stats import bootstrap_mean_ci, bootstrap_ratio_ci, sign_test_p, wilson_interval
 from awm.trajectory import load_trajectory
 from tests.stub_llm_server import Reply, StubLLMServer
 

@@ -16,23 +16,16 @@ from awm.evaluation.success import SUCCESS_RULE
 from awm.pipeline.ablation import arm_dir, budget_match, load_ablation, run_ablation
 from awm.pipeline.report import (
     BUDGET_ARM,
-    CI_TASK_BOOTSTRAP,
-    CI_WILSON,
-    PLOT_STREAM,
-    PLOT_SUCCESS_PER_TASK,
-    PLOT_TOKENS,
-    REPLAY_WARNING,
     AblationReport,
     ArmRun,
     arm_stats,
-    bootstrap_mean_ci,
     build_report,
     compare,
     episode_rows,
-    render_markdown,
-    sign_test_p,
-    wilson_interval,
 )
+from awm.pipeline.report_render import PLOT_STREAM, PLOT_SUCCESS_PER_TASK, PLOT_TOKENS, render_markdown
+from awm.pipeline.results import REPLAY_WARNING
+from awm.pipeline.stats import CI_TASK_BOOTSTRAP, CI_WILSON, bootstrap_mean_ci, sign_test_p, wilson_interval
 from awm.trajectory import Step, Task, Trajectory, Verdict, WorkflowCall, load_trajectories
 
 

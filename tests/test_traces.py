@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from awm.cli import app as awm_app
 from awm.errors import ConfigError, DataError
 from awm.traces import RunRecorder, open_run, read_events
 from awm.traces.commands import app
@@ -95,20 +98,46 @@ def test_steps_are_visible_to_another_connection_as_they_happen(recorder: RunRec
         assert [s.to_step() for s in db.steps(traj.trajectory_id)] == traj.steps
 
 
-def test_outcomes_list_each_episode_s_top_level_steps_in_order(recorder: RunRecorder) -> None:
-    """What the runs listing counts recoveries from: sub-steps of a workflow call are left out."""
-    for episode_id, outcomes in (("ep-a", ["parse_error", "ok"]), ("ep-b", ["ok", "no_progress"])):
+def test_recoveries_count_failed_top_level_steps_the_agent_got_past(recorder: RunRecorder) -> None:
+    """One SQL aggregate: a failed step counts when an ok step comes later; workflow sub-steps never."""
+    outcomes = {
+        "ep-a": ["parse_error", "ok", "target_not_found", "no_progress"],  # the last two: never got past
+        "ep-b": ["parse_error", "not_interactable", "ok", "ok"],
+        "ep-c": ["no_progress"],
+        "ep-d": [],
+    }
+    for episode_id, outs in outcomes.items():
         traj = make_trajectory(episode_id)
         recorder.start_episode(traj)
-        for index, outcome in enumerate(outcomes):
+        for index, outcome in enumerate(outs):
             step = make_step(index, outcome=outcome)
             traj.steps.append(step)
             recorder.record_step(traj, step)
-    sub = make_step(2, outcome="action_error", called_by=1)
-    traj.steps.append(sub)
-    recorder.record_step(traj, sub)
+    # ep-c again: a failed workflow sub-step (called by step 0) and a later ok sub-step change nothing
+    traj = make_trajectory("ep-c")
+    for index, outcome in ((1, "action_error"), (2, "ok")):
+        sub = make_step(index, outcome=outcome, called_by=0)
+        recorder.record_step(traj, sub)
     with open_run(recorder.run_dir) as db:
-        assert db.outcomes() == {"ep-a": ["parse_error", "ok"], "ep-b": ["ok", "no_progress"]}
+        assert db.recoveries() == {"ep-a": 1, "ep-b": 2, "ep-c": 0, "ep-d": 0}
+
+
+def test_one_episode_and_one_step_by_id(recorder: RunRecorder) -> None:
+    traj = make_trajectory("ep-x#0")
+    recorder.start_episode(traj)
+    for index in range(2):
+        step = make_step(index)
+        traj.steps.append(step)
+        recorder.record_step(traj, step)
+    with open_run(recorder.run_dir) as db:
+        row = db.episode("ep-x#0")
+        assert row is not None and row.steps == 2 and row == db.episodes()[0]
+        assert db.episode("ep-x") is None  # exact ids only (find_episode takes prefixes)
+        step = db.step("ep-x#0", 1)
+        assert step is not None and step.to_step() == traj.steps[1]
+        assert db.step("ep-x#0", 2) is None
+        steps = db.steps("ep-x#0")
+        assert db.trajectory_of(row, steps) == db.trajectory("ep-x") == db.trajectory_of(row)
 
 
 def test_step_recorded_in_finally_survives_the_exception(recorder: RunRecorder) -> None:
@@ -294,9 +323,32 @@ def test_viewer_lists_episodes_and_shows_steps(tmp_path: Path) -> None:
 def test_export_writes_the_trajectory(tmp_path: Path) -> None:
     run_dir = _finished_run(tmp_path)
     out = tmp_path / "export.json"
-    result = CliRunner().invoke(app, ["export", str(run_dir), "aa11", str(out)])
+    result = CliRunner().invoke(awm_app, ["traces", "export", str(run_dir), "aa11", str(out)])
     assert result.exit_code == 0, result.output
     assert load_trajectory(out) == load_trajectory(run_dir / "trajectories" / "aa11.json")
+
+
+def _unwritable(tmp_path: Path) -> list[Path]:
+    """Folders no file can be made in, even by root: one below a plain file, and one in /proc."""
+    (tmp_path / "a-file").write_text("not a folder")
+    return [tmp_path / "a-file" / "out", *([Path("/proc/awm-forbidden")] if Path("/proc").is_dir() else [])]
+
+
+@pytest.mark.parametrize("how", ["json", "html"])
+def test_an_export_that_cannot_be_written_is_one_line_and_exit_2(tmp_path: Path, how: str) -> None:
+    """Checked before any work, so nothing is left half-written (the JSON and the --html exports;
+    --mind2web in test_traces_mind2web_export)."""
+    run_dir = _finished_run(tmp_path)
+    for folder in _unwritable(tmp_path):
+        dest = folder / "sub" / ("aa11.json" if how == "json" else "run.html")
+        args = [str(run_dir), "aa11", str(dest)] if how == "json" else [str(run_dir), "--html", str(dest)]
+        done = subprocess.run(
+            [sys.executable, "-m", "awm.cli", "traces", "export", *args], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert str(dest) in done.stderr and "cannot be written" in done.stderr
+        assert not folder.exists() or folder.is_file()
 
 
 def test_open_run_on_a_folder_without_database(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from awm.traces import RunRecorder, open_run
 from awm.traces.db import safe_name
 from awm.traces.mind2web_export import episode_record, export_run, step_operation
 from awm.trajectory import Step, TargetDesc, Task, Trajectory, Verdict
+from awm.webarena.dom import parse_dom
 from awm.webarena.env import BrowserSession
 from awm.webarena.harness import StepCapture
 from awm.webarena.observation import page_html
@@ -211,13 +212,13 @@ def _snapshot() -> tuple[dict, dict]:
 
 def test_the_page_snapshot_is_escaped_html_with_bids_live_state_and_iframes_inlined() -> None:
     dom, extra = _snapshot()
-    assert page_html(dom, extra) == (
+    assert page_html(parse_dom(dom), extra) == (
         '<html bid="0"><head bid="1"></head><body bid="3">'
         '<input bid="4" title="say &quot;hi&quot;" disabled="" input_value="typed" bounding_box_rect="10,20.5,100,30" is_clickable="true">'
         '1 &lt; 2 &amp; 3<iframe bid="5"><html bid="5a"><body bid="5b"><button bid="5c">Go</button></body></html></iframe>'
         "</body></html>"
     )
-    assert page_html(None) == "" and page_html({"documents": []}) == ""
+    assert page_html(None) == "" and page_html(parse_dom({"documents": []})) == ""
 
 
 def test_pages_setting_and_the_recorder(tmp_path: Path) -> None:
@@ -334,9 +335,8 @@ def test_an_old_run_without_page_snapshots_is_refused_and_nothing_is_written(scr
     assert not out.exists()
 
 
-def test_export_refuses_what_it_cannot_write_cleanly(tmp_path: Path) -> None:
-    """Before anything is written: a split folder with other files, a run whose episodes all failed."""
-    run = tmp_path / "run"
+def _one_click_run(run: Path, reward: float) -> Path:
+    """A run folder of one episode: a click on the page `PAGE`, recorded with its page snapshot."""
     recorder = RunRecorder(run, config={}, config_hash="h")
     trajectory = Trajectory(
         trajectory_id="ep-1",
@@ -346,9 +346,15 @@ def test_export_refuses_what_it_cannot_write_cleanly(tmp_path: Path) -> None:
     step = _step(0, "click", {"bid": "13"}, target=TargetDesc(role="button", label="Search"))
     trajectory.steps.append(step)
     recorder.record_step(trajectory, step, StepCapture(html=PAGE))
-    trajectory.end, trajectory.verdict = "done", Verdict(reward=0.0)
+    trajectory.end, trajectory.verdict = "done", Verdict(reward=reward)
     recorder.end_episode(trajectory)
     recorder.close()
+    return run
+
+
+def test_export_refuses_what_it_cannot_write_cleanly(tmp_path: Path) -> None:
+    """Before anything is written: a split folder with other files, a run whose episodes all failed."""
+    run = _one_click_run(tmp_path / "run", reward=0.0)
     out = tmp_path / "m2w"
     with pytest.raises(DataError, match=r"no episode to export \(--include-failed .*ep-1: not a success"):
         export_run(run, out)
@@ -360,3 +366,20 @@ def test_export_refuses_what_it_cannot_write_cleanly(tmp_path: Path) -> None:
         export_run(run, out, include_failed=True)
     bad = _awm("traces", "export", str(run), "ep-1", "--mind2web", str(out))
     assert bad.returncode == 2 and "--mind2web exports the whole run" in bad.stderr + bad.stdout
+
+
+def test_a_destination_that_cannot_be_written_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    """`--mind2web /proc/...` (no file can be made there, even by root) or a folder below a plain file:
+    refused before the export starts, one line, nothing written; a writable one then works."""
+    run = _one_click_run(tmp_path / "run", reward=1.0)
+    (tmp_path / "a-file").write_text("not a folder")
+    bad = [tmp_path / "a-file" / "m2w", *([Path("/proc/awm-forbidden")] if Path("/proc").is_dir() else [])]
+    for out in bad:
+        done = _awm("traces", "export", str(run), "--mind2web", str(out))
+        assert done.returncode == 2, done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert f"--mind2web {out}: cannot be written" in done.stderr
+        assert not out.exists()
+    good = _awm("traces", "export", str(run), "--mind2web", str(tmp_path / "new" / "m2w"))
+    assert good.returncode == 0, good.stderr
+    assert [r.annotation_id for r in iter_records(tmp_path / "new" / "m2w", "train")]

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+from awm.config import BrowserSettings
+from awm.webarena.dom import PageDom, parse_dom
+from awm.webarena.env import BrowserSession
 from awm.webarena.figures import describe, svg_figures
-from awm.webarena.observation import build_observation
+from awm.webarena.observation import build_observation, page_html
 from tests.test_webarena_observation import Tree
 
 
@@ -40,9 +44,14 @@ class Snapshot:
         return node
 
     def dump(self) -> dict[str, Any]:
-        nodes = {"nodeName": self.names, "parentIndex": self.parents, "nodeValue": self.values,
+        types = [3 if self.strings[name] == "#text" else 1 for name in self.names]
+        nodes = {"nodeName": self.names, "nodeType": types, "parentIndex": self.parents, "nodeValue": self.values,
                  "attributes": self.attributes}  # fmt: skip
         return {"strings": self.strings, "documents": [{"nodes": nodes}]}
+
+    def parsed(self) -> PageDom | None:
+        """The snapshot as the session hands it on: decoded once (`awm.webarena.dom.parse_dom`)."""
+        return parse_dom(self.dump())
 
 
 def shapes_page() -> Snapshot:
@@ -60,7 +69,7 @@ def shapes_page() -> Snapshot:
 
 
 def test_figures_are_named_by_kind_colour_and_size_among_their_drawing():
-    words = describe(svg_figures(shapes_page().dump()))
+    words = describe(svg_figures(shapes_page().parsed()))
     assert words == {
         "14": "small black digit",
         "15": "large blue letter",
@@ -76,12 +85,13 @@ def test_one_size_for_all_figures_gets_no_size_word_and_tspans_belong_to_their_t
     label = dom.add("text", svg, bid="2", font_size="12px")
     dom.add("#text", dom.add("tspan", label, bid="3"), "+")
     dom.add("circle", svg, bid="4", r="6", fill="none")
-    words = describe(svg_figures(dom.dump()))
-    assert words == {"2": "text", "4": "circle"}
-    assert svg_figures(dom.dump())["2"].text == "+"
+    figures = svg_figures(dom.parsed())
+    assert describe(figures) == {"2": "text", "4": "circle"}
+    assert figures["2"].text == "+"
 
 
-def test_figure_lines_in_the_observation_clickable_or_as_text_and_invisible_ones_left_out():
+def shapes_tree() -> Tree:
+    """The AXTree Chromium gives `shapes_page`: its texts are generics, its shapes graphics-symbols."""
     tree = Tree()
     svg = tree.add(tree.root, "SvgRoot", "", bid="13", bbox=(0, 0, 160, 160))
     digit = tree.add(svg, "generic", "", bid="14", clickable=True, bbox=(10, 10, 9, 16.5))
@@ -92,14 +102,43 @@ def test_figure_lines_in_the_observation_clickable_or_as_text_and_invisible_ones
     tree.add(svg, "graphics-symbol", "", bid="17", clickable=True, bbox=(80, 80, 1.5, 1.5))  # folded
     button = tree.add(tree.root, "button", "Submit", bid="20")
     tree.text(button, "Submit")
-    obs = build_observation({"nodes": tree.nodes}, tree.extra, dom_snapshot=shapes_page().dump())
-    assert obs.text.splitlines() == [
-        "[14] clickable '8' (small black digit)",
-        "figure 'J' (large blue letter)",
-        "[16] clickable (large red circle)",
-        "[20] button 'Submit'",
-    ]
+    return tree
+
+
+SHAPES_LINES = [
+    "[14] clickable '8' (small black digit)",
+    "figure 'J' (large blue letter)",
+    "[16] clickable (large red circle)",
+    "[20] button 'Submit'",
+]
+
+
+def test_figure_lines_in_the_observation_clickable_or_as_text_and_invisible_ones_left_out():
+    tree = shapes_tree()
+    obs = build_observation({"nodes": tree.nodes}, tree.extra, dom=shapes_page().parsed())
+    assert obs.text.splitlines() == SHAPES_LINES
     assert obs.ids == ["14", "16", "20"]
+
+
+def test_the_session_decodes_the_snapshot_once_for_the_observation_and_the_page_html():
+    """The observation's figures and hints and the page's HTML come from one decoded snapshot: after the
+    observation is built the raw snapshot is never read again (spoiling it changes nothing)."""
+    dom = shapes_page()
+    dom.add("span", 0, bid="21", title="Send it")
+    raw = dom.dump()
+    tree = shapes_tree()
+    tree.add(tree.root, "generic", "", bid="21", clickable=True)  # no name: the page's title says what it is
+    obs = {"axtree_object": {"nodes": tree.nodes}, "dom_object": raw, "extra_element_properties": tree.extra}
+    expected = page_html(parse_dom(copy.deepcopy(raw)), tree.extra)
+    page = BrowserSession(BrowserSettings())._page_state({**obs, "url": "http://x.test/"})
+    raw["strings"][:] = ["spoiled"] * len(raw["strings"])
+    raw["documents"].clear()
+    assert page.dom is not None and isinstance(page.dom[0], PageDom)
+    assert page.text.splitlines() == [*SHAPES_LINES, "[21] clickable (title=Send it)"]
+    html = page.html()
+    assert html == expected
+    assert html is not None and html.startswith('<body><svg bid="13" bounding_box_rect="0,0,160,160">')
+    assert '<span bid="21" title="Send it" bounding_box_rect="0,0,10,10" is_clickable="true"></span>' in html
 
 
 def test_blocks_of_text_carry_their_ids_only_when_asked():

@@ -27,7 +27,8 @@ from pydantic import ValidationError
 
 from awm.errors import DataError
 from awm.evaluation.audit import JudgeAudit
-from awm.pipeline.report import RESULTS_JSON, RESULTS_MD, AblationReport, ArmStats, PairedComparison
+from awm.pipeline.report import AblationReport, ArmStats, PairedComparison
+from awm.pipeline.results import RESULTS_JSON, RESULTS_MD
 
 from .catalog import Folder, NotServed, file_in
 from .web import AppContext, context, page

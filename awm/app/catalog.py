@@ -1,5 +1,5 @@
-"""The served folders: which run and ablation folders exist under the `--runs` directories, and the one
-function that turns a name from a request into a file (`file_in`).
+"""The served folders: which run and ablation folders exist under the `--runs` directories (`Catalog`),
+and the one function that turns a name from a request into a file (`file_in`, a module function).
 
 Why a catalog and not paths in URLs: a request names a run by its key (its path under a served
 directory, parts joined by `~`), and the key is looked up among the folders found by scanning; a file
@@ -15,7 +15,7 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from awm.pipeline.report import RESULTS_JSON
+from awm.pipeline.results import RESULTS_JSON
 from awm.traces.db import DB_NAME
 
 FolderKind = Literal["run", "ablation"]
@@ -90,7 +90,9 @@ class Catalog:
 
 
 def file_in(folder: Folder, relative: str) -> Path:
-    """A file inside `folder` named by a relative path (from a run database or a request)."""
+    """A file inside `folder` named by a relative path (from a run database or a request); `NotServed`
+    for anything else. A plain function, not a `Catalog` method: it needs only a `Folder` the catalog
+    already found, and the HTML export (no server, no catalog) calls it too."""
     if not relative or Path(relative).is_absolute():
         raise NotServed(f"'{relative}' is not a file of {folder.key}")
     base = folder.path.resolve()

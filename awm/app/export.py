@@ -21,10 +21,10 @@ def export_html(run_dir: Path, episode: str | None = None) -> str:
 
     run_dir = Path(run_dir).resolve()
     folder = Folder(key=run_dir.name, path=run_dir, root=run_dir.parent, kind="run")
-    with open_run(run_dir) as db:
+    with open_run(run_dir) as db:  # one open for the whole file, however many episodes it shows
         run = db.run()
         ids = [db.find_episode(episode).id] if episode is not None else [e.id for e in db.episodes()]
-    episodes = [episode_view_data(None, folder, episode_id, embed=True) for episode_id in ids]
+        episodes = [episode_view_data(None, folder, db, episode_id, embed=True) for episode_id in ids]
     title = episodes[0]["episode"].task_key if episode is not None and episodes else f"run {run.name}"
     template = TEMPLATES.env.get_template("export.html")
     return template.render(

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import quote
 
 from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import FileResponse, Response
@@ -231,8 +232,10 @@ def terminal_event(run: LiveRun, key: str | None) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _screenshot_url(key: str | None, episode_id: str, index: int) -> str | None:
-    return None if key is None else screenshot_url(key, episode_id, index)
+def question_screenshot_url(run_id: str, question_id: str) -> str:
+    """Where the page a gate question was asked on is served (`question_screenshot` below): the
+    question's own picture, not a run step's (those are `runs.screenshot_url`)."""
+    return f"/api/live/{quote(run_id, safe='')}/questions/{quote(question_id, safe='')}/screenshot.png"
 
 
 def _json(data: dict) -> str:
@@ -263,8 +266,9 @@ async def events(run: LiveRun, catalog: Catalog, idle_s: float) -> AsyncIterator
                     continue
                 data = dict(event.get("data") or {})
                 data["episode_id"] = event.get("episode_id")
-                if data.get("screenshot"):
-                    data["screenshot_url"] = _screenshot_url(key, str(event.get("episode_id")), int(data.get("index", 0)))
+                if data.get("screenshot"):  # key None: the run folder is outside the served ones, no link
+                    episode_id, index = str(event.get("episode_id")), int(data.get("index", 0))
+                    data["screenshot_url"] = None if key is None else screenshot_url(key, episode_id, index)
                 last = time.monotonic()
                 yield {"event": "step", "data": _json(data)}
         for question in pending_questions(run.confirm_dir):
@@ -272,7 +276,7 @@ async def events(run: LiveRun, catalog: Catalog, idle_s: float) -> AsyncIterator
                 continue
             asked.add(str(question.get("id")))
             if question.get("screenshot"):
-                question["screenshot_url"] = f"/api/live/{run.run_id}/questions/{question['id']}/screenshot.png"
+                question["screenshot_url"] = question_screenshot_url(run.run_id, str(question["id"]))
             last = time.monotonic()
             yield {"event": "approval", "data": _json(question)}
         if finished:

@@ -7,10 +7,13 @@ goes through `WorkflowStore` (the reads and the rollback `awm memory` uses, with
 the pages never show memory the CLI would not. A rollback records a new version (nothing is deleted) and
 only happens on a second, explicit click: the page's Confirm button or the API's ``"confirm": true``.
 
-The store is opened per request and only when its file exists: `WorkflowStore` creates a database on
-open, and looking at memory must never create one. Scope names hold ``/`` (``miniwob/login-user``), so
-every route ends in ``{scope:path}`` after a fixed word (``/memory/scope/``, ``/memory/rollback/``) or,
-in the API, is followed by a fixed word (``/versions``, ``/diff``, ``/rollback``).
+The store is opened per request, read-only for every page and API read (``mode="ro"``: a missing file
+is a 404 naming it, and looking at memory never creates nor changes a file) and read-write only for the
+rollback, which also needs the file to exist (``mode="rw"``).
+
+Scope names hold ``/`` (``miniwob/login-user``), so every route ends in ``{scope:path}`` after a fixed
+word (``/memory/scope/``, ``/memory/rollback/``) or, in the API, is followed by a fixed word
+(``/versions``, ``/diff``, ``/rollback``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,14 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from awm.errors import AwmError
-from awm.memory.store import UnknownScopeError, VersionInfo, WorkflowDiff, WorkflowStore
+from awm.memory.store import (
+    NoStoreError,
+    StoreMode,
+    UnknownScopeError,
+    VersionInfo,
+    WorkflowDiff,
+    WorkflowStore,
+)
 from awm.memory.workflow import Workflow
 from awm.traces.db import RunDatabase
 
@@ -41,14 +51,16 @@ Ctx = Annotated[AppContext, Depends(context)]
 
 
 @contextmanager
-def open_store(ctx: AppContext) -> Iterator[WorkflowStore]:
-    """The served memory database, or `NotServed` when there is none (never created by a read)."""
+def open_store(ctx: AppContext, mode: StoreMode = "ro") -> Iterator[WorkflowStore]:
+    """The served memory database, or `NotServed` when there is none (never created: see `StoreMode`)."""
     path = ctx.settings.memory_db
     if path is None:
         raise NotServed("no memory database (start awm serve with --memory DB)")
-    if not path.is_file():
-        raise NotServed(f"no memory database at {path}")
-    with WorkflowStore(path) as store:
+    try:
+        store = WorkflowStore(path, mode=mode)
+    except NoStoreError:
+        raise NotServed(f"no memory database at {path}") from None
+    with store:
         yield store
 
 
@@ -190,7 +202,7 @@ class RollbackRequest(BaseModel):
 
 def do_rollback(ctx: AppContext, scope: str, version: int, confirm: bool) -> dict[str, Any]:
     """Record a new version with `version`'s workflows, if confirmed; the store's own rollback."""
-    with open_store(ctx) as store:
+    with open_store(ctx, "rw") as store:
         require_version(store, scope, version)
         if not confirm:
             raise AwmError(

@@ -1,14 +1,14 @@
 """What the runs and episode pages show, read from a run database (read-only) into plain rows.
 
-Pure functions over `EpisodeRow`/`StepRow` (`episode_status`, `recoveries`, `run_listing`, `step_tree`,
-`screenshot_url`) and one reader (`read_run`). The same rows are the JSON API's answers, so a test or a script sees
-exactly what a person sees.
+Pure functions over `EpisodeRow`/`StepRow` (`episode_status`, `run_listing`, `step_tree`, `screenshot_url`)
+and one reader (`read_run`). The same rows are the JSON API's answers, so a test or a script sees exactly
+what a person sees. Recoveries are counted by the run database (`RunDatabase.recoveries`, one SQL
+aggregate), so listing runs never reads a step into Python.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -47,15 +47,9 @@ def episode_status(episode: EpisodeRow) -> EpisodeStatus:
     return "unjudged" if success is None else "failed"
 
 
-def recoveries(outcomes: Sequence[str]) -> int:
-    """Failed steps the agent got past: of an episode's top-level step outcomes in order
-    (`RunDatabase.outcomes`), those not ok and followed later by an ok one."""
-    last_ok = max((i for i, outcome in enumerate(outcomes) if outcome == "ok"), default=-1)
-    return sum(1 for outcome in outcomes[:last_ok] if outcome != "ok")
-
-
 def screenshot_url(run_key: str, episode_id: str, index: int) -> str:
-    """The API address of one step's screenshot (the episode page, its JSON and live events link it)."""
+    """The API address of one step's screenshot: the only place that spells it (the episode page, its
+    JSON and the live stream's step events all link through here)."""
     return f"/api/runs/{quote(run_key, safe='')}/episodes/{quote(episode_id, safe='')}/steps/{index}/screenshot.png"
 
 
@@ -117,10 +111,10 @@ def run_listing(folder: Folder, run: RunRow, episodes: list[EpisodeRow], recover
     )
 
 
-def read_run(folder: Folder) -> tuple[RunRow, list[EpisodeRow], dict[str, list[str]]]:
-    """The run, its episodes and each episode's top-level step outcomes (one read-only connection)."""
+def read_run(folder: Folder) -> tuple[RunRow, list[EpisodeRow], dict[str, int]]:
+    """The run, its episodes and each episode's recoveries (one read-only connection, three queries)."""
     with RunDatabase(folder.path) as db:
-        return db.run(), db.episodes(), db.outcomes()
+        return db.run(), db.episodes(), db.recoveries()
 
 
 class StepNode(BaseModel):

@@ -31,10 +31,31 @@ def bind_warning(host: str, port: int) -> str | None:
     )
 
 
+def served_folders(named: list[Path] | None, default: Path) -> list[Path]:
+    """The folders to serve: each `--runs` folder, which must exist (a mistyped one would serve an empty
+    dashboard without a word), or else the settings' runs folder, created on a first `awm serve` as a
+    first `awm run` would. `ConfigError` (exit 2) names a folder that is missing or is a file."""
+    for folder in named or []:
+        if not folder.exists():
+            raise ConfigError(f"--runs {folder}: no such folder (give a folder of run folders, e.g. --runs runs)")
+        if not folder.is_dir():
+            raise ConfigError(f"--runs {folder}: not a folder")
+    if named:
+        return list(named)
+    if default.exists() and not default.is_dir():
+        raise ConfigError(f"runs_dir {default}: not a folder")
+    default.mkdir(parents=True, exist_ok=True)
+    return [default]
+
+
 def serve_command(
     runs: Annotated[
         list[Path] | None,
-        typer.Option("--runs", metavar="DIR", help="A folder of run and ablation folders; repeat for more. Default: runs."),
+        typer.Option(
+            "--runs", metavar="DIR",
+            help="A folder of run and ablation folders (it must exist); repeat for more. Default: settings.runs_dir "
+            "(runs), created when missing.",
+        ),
     ] = None,
     memory: Annotated[
         Path | None,
@@ -77,11 +98,7 @@ def serve_command(
     if config is not None and not config.is_file():
         raise ConfigError(f"--config {config}: no such file")
     settings = load_settings(config)
-    folders = runs or [Path(settings.runs_dir)]
-    for folder in folders:
-        if folder.exists() and not folder.is_dir():
-            raise ConfigError(f"--runs {folder}: not a folder")
-    folders[0].mkdir(parents=True, exist_ok=True)
+    folders = served_folders(runs, Path(settings.runs_dir))
     app_settings = AppSettings(
         runs=folders,
         memory_db=memory or settings.memory_db,

@@ -22,16 +22,7 @@ from awm.pipeline.summary import live_facts, summarize_episode
 from awm.traces.db import EpisodeRow, RunDatabase, StepRow
 
 from .catalog import Catalog, Folder, NotServed, file_in
-from .runs import (
-    STATUSES,
-    RunListing,
-    episode_status,
-    read_run,
-    recoveries,
-    run_listing,
-    screenshot_url,
-    step_tree,
-)
+from .runs import STATUSES, RunListing, episode_status, read_run, run_listing, screenshot_url, step_tree
 from .web import STATIC_DIR, AppContext, AppSettings, context, page
 
 Ctx = Annotated[AppContext, Depends(context)]
@@ -45,11 +36,11 @@ def list_runs(ctx: AppContext) -> list[RunListing]:
             rows.append(ablation_listing(folder))
             continue
         try:
-            run, episodes, outcomes = read_run(folder)
+            run, episodes, recovered = read_run(folder)
         except AwmError as exc:
             rows.append(RunListing(key=folder.key, name=folder.path.name, created_at="", status="unreadable", error=str(exc)))
             continue
-        rows.append(run_listing(folder, run, episodes, sum(recoveries(o) for o in outcomes.values())))
+        rows.append(run_listing(folder, run, episodes, sum(recovered.values())))
     return sorted(rows, key=lambda r: (r.created_at, r.key), reverse=True)
 
 
@@ -78,22 +69,11 @@ def _run(ctx: AppContext, key: str) -> Folder:
 
 
 def _episode_in(db: RunDatabase, folder: Folder, episode_id: str) -> tuple[EpisodeRow, list[StepRow]]:
-    episodes = {e.id: e for e in db.episodes()}
-    if episode_id not in episodes:
+    """An episode of the run by its exact id, and its steps; `NotServed` when the run has no such episode."""
+    row = db.episode(episode_id)
+    if row is None:
         raise NotServed(f"no episode '{episode_id}' in run {folder.key}")
-    return episodes[episode_id], db.steps(episode_id)
-
-
-def _episode(folder: Folder, episode_id: str) -> tuple[EpisodeRow, list[StepRow]]:
-    with RunDatabase(folder.path) as db:
-        return _episode_in(db, folder, episode_id)
-
-
-def _step(steps: list[StepRow], index: int, folder: Folder, episode_id: str) -> StepRow:
-    for step in steps:
-        if step.idx == index:
-            return step
-    raise NotServed(f"no step {index} in episode '{episode_id}' of run {folder.key}")
+    return row, db.steps(episode_id)
 
 
 def episode_payload(folder: Folder, episode: EpisodeRow, steps: list[StepRow]) -> dict:
@@ -127,14 +107,17 @@ def register_routes(app: FastAPI) -> None:
     @app.get("/api/runs/{run}/episodes/{episode}")
     def api_episode(run: str, episode: str, ctx: Ctx) -> dict:
         folder = _run(ctx, run)
-        row, steps = _episode(folder, episode)
+        with RunDatabase(folder.path) as db:
+            row, steps = _episode_in(db, folder, episode)
         return episode_payload(folder, row, steps)
 
     @app.get("/api/runs/{run}/episodes/{episode}/steps/{index}/screenshot.png")
     def api_screenshot(run: str, episode: str, index: int, ctx: Ctx) -> FileResponse:
         folder = _run(ctx, run)
-        _, steps = _episode(folder, episode)
-        step = _step(steps, index, folder, episode)
+        with RunDatabase(folder.path) as db:
+            step = db.step(episode, index)  # one row: an episode page asks for each of its screenshots
+        if step is None:
+            raise NotServed(f"no step {index} in episode '{episode}' of run {folder.key}")
         if not step.screenshot:
             raise NotServed(f"step {index} of '{episode}' has no screenshot")
         return FileResponse(file_in(folder, step.screenshot), media_type="image/png")
@@ -152,29 +135,35 @@ def register_routes(app: FastAPI) -> None:
     @app.get("/runs/{run}")
     def run_page(request: Request, run: str, ctx: Ctx) -> Response:
         folder = _run(ctx, run)
-        run_row, episodes, outcomes = read_run(folder)
-        listing = run_listing(folder, run_row, episodes, sum(recoveries(o) for o in outcomes.values()))
-        rows = [(e, episode_status(e), recoveries(outcomes.get(e.id, []))) for e in episodes]
+        run_row, episodes, recovered = read_run(folder)
+        listing = run_listing(folder, run_row, episodes, sum(recovered.values()))
+        rows = [(e, episode_status(e), recovered.get(e.id, 0)) for e in episodes]
         summary = (folder.path / "summary.md").is_file()
         return page(request, "run.html", folder=folder, run=run_row, listing=listing, rows=rows, has_summary=summary)
 
     @app.get("/runs/{run}/episodes/{episode}")
     def episode_page(request: Request, run: str, episode: str, ctx: Ctx) -> Response:
         folder = _run(ctx, run)
-        return page(request, "episode.html", **episode_view_data(ctx, folder, episode, embed=False))
+        with RunDatabase(folder.path) as db:
+            data = episode_view_data(ctx, folder, db, episode, embed=False)
+        return page(request, "episode.html", **data)
 
 
-def episode_view_data(ctx: AppContext | None, folder: Folder, episode_id: str, *, embed: bool) -> dict[str, Any]:
-    """What the episode template needs. `embed` (a self-contained export) puts each screenshot in the page
-    as a data URL instead of linking to the API; `ctx` None: no server (no memory link)."""
-    with RunDatabase(folder.path) as db:
-        row, steps = _episode_in(db, folder, episode_id)
-        trajectory = db.trajectory(row.id)
-    if embed:
-        shots = {s.idx: _data_url(folder, s.screenshot) for s in steps if s.screenshot}
-    else:
-        payload = episode_payload(folder, row, steps)
-        shots = {s["idx"]: s["screenshot_url"] for s in payload["steps"]}
+def episode_view_data(
+    ctx: AppContext | None, folder: Folder, db: RunDatabase, episode_id: str, *, embed: bool
+) -> dict[str, Any]:
+    """What the episode template needs, read through `db` (the caller's one open of the run: one per
+    page, one per whole-run export): the episode row, its steps once, and the trajectory rebuilt from
+    those rows when the episode has no trajectory file. `embed` (a self-contained export) puts each
+    screenshot in the page as a data URL instead of linking to the API; `ctx` None: no server (no
+    memory link)."""
+    row, steps = _episode_in(db, folder, episode_id)
+    trajectory = db.trajectory_of(row, steps)
+    shots = {
+        s.idx: _data_url(folder, s.screenshot) if embed else screenshot_url(folder.key, row.id, s.idx)
+        for s in steps
+        if s.screenshot
+    }
     memory_url = None
     if ctx is not None and ctx.settings.memory_db is not None and row.memory_version is not None and row.scope:
         memory_url = f"/memory/scope/{quote(row.scope, safe='/')}"

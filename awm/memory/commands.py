@@ -2,20 +2,22 @@
 
 A thin shell over `WorkflowStore` and the text formats. Writes go through `WorkflowStore.update`
 (bounded re-base and retry), so a CLI import racing an online induction never loses either change.
+Only `import` may create a memory database: the reading commands (scopes, log, show, diff, export) open
+it read-only and `rollback` needs it to exist, so a mistyped --db is an error naming it, never a new
+empty file.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
 
 from awm.errors import AwmError
-from awm.memory.store import WorkflowStore
+from awm.files import require_writable_folder, write_text_atomic
+from awm.memory.store import StoreMode, WorkflowStore
 from awm.memory.text_format import import_workflows, render_workflows
 from awm.memory.workflow import Provenance, Workflow
 
@@ -48,13 +50,13 @@ ScopeArgument = Annotated[str, typer.Argument(help="Memory scope, e.g. miniwob/l
 STYLES = ("auto", "mind2web", "webarena")
 
 
-def _open(db: Path | None) -> WorkflowStore:
+def _open(db: Path | None, mode: StoreMode) -> WorkflowStore:
     """Open the store that --db names, or the one the settings name (AWM_MEMORY_DB wins there)."""
     if db is None:
         from awm.config import load_settings
 
         db = load_settings().memory_db
-    return WorkflowStore(db)
+    return WorkflowStore(db, mode=mode)
 
 
 def style_for_scope(scope: str) -> Literal["mind2web", "webarena"]:
@@ -84,7 +86,7 @@ def scopes_command(json_out: JsonOption = False, db: DbOption = None):
 
     Example: awm memory scopes --json
     """
-    with _open(db) as store:
+    with _open(db, "ro") as store:
         rows = []
         for scope in store.scopes():
             info = store.log(scope)
@@ -110,7 +112,7 @@ def log_command(scope: ScopeArgument, json_out: JsonOption = False, db: DbOption
 
     Example: awm memory log miniwob/login-user --json
     """
-    with _open(db) as store:
+    with _open(db, "ro") as store:
         head = store.require_head(scope)
         versions = store.log(scope)
     if json_out:
@@ -152,7 +154,7 @@ def show_command(
     Example: awm memory show mind2web/aa --version 3 --json
     """
     chosen = _writing_style(style, scope)
-    with _open(db) as store:
+    with _open(db, "ro") as store:
         number = version if version is not None else store.require_head(scope)
         snapshot = store.get(scope, number)
     if json_out:
@@ -180,7 +182,7 @@ def diff_command(
 
     Example: awm memory diff miniwob/login-user 2 5
     """
-    with _open(db) as store:
+    with _open(db, "ro") as store:
         typer.echo(store.diff(scope, a, b).render(), nl=False)
 
 
@@ -194,7 +196,7 @@ def rollback_command(
 
     Example: awm memory rollback miniwob/login-user 3
     """
-    with _open(db) as store:
+    with _open(db, "rw") as store:
         store.require_head(scope)
         new = store.rollback(scope, version)
     typer.echo(f"{scope}: version {new.version} (content of version {version}, parent {new.parent})")
@@ -205,19 +207,6 @@ def _scope_file(folder: Path, scope: str) -> Path:
     if not parts or any(p in (".", "..") or "\\" in p for p in parts):
         raise AwmError(f"scope {scope!r} cannot be used as a file name under {folder}")
     return folder.joinpath(*parts[:-1], parts[-1] + ".txt")
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write a file so that readers see either the old or the new content, never half of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
 
 
 @app.command("export")
@@ -236,14 +225,15 @@ def export_command(
     Example: awm memory export mind2web/aa workflows/
     """
     chosen = _writing_style(style, scope)
-    with _open(db) as store:
+    with _open(db, "ro") as store:
         head = store.head(scope)
         if head is None:
             store.require_head(scope)
             return
         target_dir = folder if folder is not None else store.path.parent
     path = _scope_file(target_dir, scope)
-    write_atomic(path, render_workflows(head.workflows, chosen))
+    require_writable_folder(path.parent, f"FOLDER {target_dir}")
+    write_text_atomic(path, render_workflows(head.workflows, chosen))
     typer.echo(f"{path}\t{scope} version {head.version}, {len(head.workflows)} workflows")
 
 
@@ -287,7 +277,7 @@ def import_command(
         skipped = "; ".join(report.lines()[1:])
         raise AwmError(f"{file}: holds no workflows (expected '## name' headers followed by actions){'; ' + skipped if skipped else ''}")
     incoming = [w.model_copy(update={"provenance": Provenance(mode="import")}) for w in report.workflows]
-    with _open(db) as store:
+    with _open(db, "rwc") as store:
         new = store.update(
             scope,
             (lambda _old: list(incoming)) if replace else (lambda old: merge_by_name(old, incoming)),

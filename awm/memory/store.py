@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -73,6 +73,15 @@ CREATE TABLE IF NOT EXISTS heads (scope TEXT PRIMARY KEY, version INTEGER NOT NU
 
 class UnknownScopeError(DataError):
     """A scope with no version in this store (the CLI prints it; the application answers 404)."""
+
+
+class NoStoreError(DataError):
+    """No memory database at the path a read (or a rollback) named: only a commit creates one."""
+
+
+# How a store opens its file, in SQLite's own words: "ro" reads an existing database (never creates
+# nor changes a file), "rw" reads and writes an existing one, "rwc" creates it when missing.
+StoreMode = Literal["ro", "rw", "rwc"]
 
 
 class MemoryVersion(BaseModel):
@@ -209,39 +218,75 @@ class WorkflowStore:
     Workflows that reads return are cached per instance and shared between calls: treat them as
     read-only (``model_copy(update=...)`` to change one). `cache_limit` bounds the cache in workflows
     (~6 KB each when parsed).
+
+    `mode` (`StoreMode`): "rwc", the default, is a writer's (a run, an import), which may start a new
+    memory; "ro" is for looking (`awm memory show`, the memory pages): the file must exist
+    (`NoStoreError` naming it otherwise), is opened read-only and is left exactly as it was; "rw" is a
+    change to memory that must already exist (a rollback).
+
+    `db_id` is a random id given to the database file when it was created: it tells caches apart two
+    files that were created at the same path (scope and version numbers alone would collide).
     """
 
-    def __init__(self, path: Path, *, busy_timeout_s: float = 30.0, cache_limit: int = 20_000) -> None:
+    db_id: str
+
+    def __init__(
+        self, path: Path, *, mode: StoreMode = "rwc", busy_timeout_s: float = 30.0, cache_limit: int = 20_000
+    ) -> None:
         self.path = Path(path)
         self._cache = _ContentCache(cache_limit)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        if mode == "rwc":
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            target, uri = str(self.path), False
+        elif self.path.is_file():
+            target, uri = f"{self.path.resolve().as_uri()}?mode={mode}", True
+        else:
+            raise NoStoreError(
+                f"{self.path}: no memory database here (check --db or AWM_MEMORY_DB; a run with memory or "
+                "`awm memory import` creates one)"
+            )
         try:
-            self._db = sqlite3.connect(self.path, timeout=busy_timeout_s, isolation_level=None)
+            self._db = sqlite3.connect(target, uri=uri, timeout=busy_timeout_s, isolation_level=None)
+        except sqlite3.DatabaseError as exc:
+            raise DataError(f"{self.path}: not a usable workflow memory database ({exc})") from None
+        try:
+            self.db_id = self._check_schema(busy_timeout_s, create=mode == "rwc")
+        except BaseException:
+            self._db.close()
+            raise
+
+    def _check_schema(self, busy_timeout_s: float, *, create: bool) -> str:
+        """Set the busy timeout, make the schema when `create`, check its version; the database's id."""
+        try:
             self._db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-            with self._write():
-                for statement in _SCHEMA.split(";"):
-                    if statement.strip():
-                        self._db.execute(statement)
-                self._db.execute(
-                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)",
-                    (str(SCHEMA_VERSION),),
-                )
-                self._db.execute(
-                    "INSERT OR IGNORE INTO meta (key, value) VALUES ('db_id', ?)", (uuid.uuid4().hex,)
-                )
+            if create:
+                self._create_schema()
             meta = dict(
                 self._db.execute("SELECT key, value FROM meta WHERE key IN ('schema_version', 'db_id')")
             )
         except sqlite3.DatabaseError as exc:
             raise DataError(f"{self.path}: not a usable workflow memory database ({exc})") from None
+        if "schema_version" not in meta or "db_id" not in meta:
+            raise DataError(f"{self.path}: not a usable workflow memory database (no schema version in its meta)")
         found = meta["schema_version"]
         if int(found) != SCHEMA_VERSION:
             raise DataError(f"{self.path}: schema version {found}, this awm reads version {SCHEMA_VERSION}")
-        self.db_id: str = meta["db_id"]
-        """A random id given to the database file when it was created: tells caches apart two files that
-        were created at the same path (scope and version numbers alone would collide)."""
+        return meta["db_id"]
+
+    def _create_schema(self) -> None:
+        """WAL mode, the tables, and the meta rows of a new database (a no-op on an existing one)."""
+        self._db.execute("PRAGMA journal_mode = WAL")
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        with self._write():
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    self._db.execute(statement)
+            self._db.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+            )
+            self._db.execute(
+                "INSERT OR IGNORE INTO meta (key, value) VALUES ('db_id', ?)", (uuid.uuid4().hex,)
+            )
 
     def close(self) -> None:
         self._db.close()

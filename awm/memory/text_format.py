@@ -302,6 +302,16 @@ def _step_from_call(text: str) -> WorkflowStep:
     return WorkflowStep(action=name, value=", ".join(sources))
 
 
+def parse_step(text: str) -> WorkflowStep:
+    """One step written as a WebArena-style call with a ``[role] label`` target (``fill('[textbox]
+    Summary', '{summary}')``): what task files' demonstrations are made of. A bare element id is
+    refused (it names an element of one page only). Raises ValueError saying what is wrong."""
+    step = _step_from_call(_action_text(text))
+    if step.target.role == _ID_TARGET:
+        raise ValueError(f"{text.strip()!r} names an element id; write its target as '[role] label'")
+    return step
+
+
 _ID_TARGET = "\x00id"  # marks a target that was a bare element id, until the parser gives it a hint
 
 

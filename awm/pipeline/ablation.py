@@ -45,15 +45,8 @@ from awm.errors import ConfigError, StageError
 from awm.pipeline.ablation_plan import AblationConfig, AblationPlan, PlannedArm, arm_dir
 from awm.pipeline.config import PipelineConfig, load_pipeline_config
 from awm.pipeline.progress import ProgressBoard, progress_board
-from awm.pipeline.report import (
-    BUDGET_ARM,
-    AblationReport,
-    ArmRun,
-    BudgetMatch,
-    build_report,
-    rich_tables,
-    write_report,
-)
+from awm.pipeline.report import BUDGET_ARM, AblationReport, ArmRun, BudgetMatch, build_report
+from awm.pipeline.report_render import rich_tables, write_report
 
 if TYPE_CHECKING:
     from awm.pipeline.mind2web_report import Mind2WebAblationReport

@@ -14,7 +14,7 @@ element accuracy (EA), action F1 (AF1), step success rate (step SR) and task suc
 scored by `awm.mind2web.metrics.score_task` on the arm's predictions (match ``awm``: the first positive
 candidate), macro (mean over tasks) and micro (over steps; SR has no step-level version), x100, each
 with a 95% interval over tasks; paired per-task differences of every arm against the first; tokens per
-task by component (actor, induction); memory versions. The statistics are `awm.pipeline.report`'s:
+task by component (actor, induction); memory versions. The statistics are `awm.pipeline.stats`'s:
 
 * the task (annotation id) is the unit. Steps of one task share its page and its gold history, so they
   are not independent draws, and the repeats of one task are not either;
@@ -22,7 +22,7 @@ task by component (actor, induction); memory versions. The statistics are `awm.p
   seeded percentile bootstrap over tasks of their mean (`bootstrap_mean_ci`). SR with one repeat is a
   success count over tasks, so its interval is Wilson's (`wilson_interval`), as for MiniWoB episodes;
 * micro: the ratio (right steps / steps) with the interval of the same bootstrap over tasks, each
-  resampled task bringing all its steps (`bootstrap_ratio_ci`, the one statistic report.py lacks);
+  resampled task bringing all its steps (`bootstrap_ratio_ci`);
 * paired: per task, B's value minus A's (each averaged over its repeats); the mean difference with a
   bootstrap interval over tasks, and the exact sign test over tasks that differ (`sign_test_p`).
 
@@ -53,11 +53,10 @@ from awm.pipeline.mind2web_report import (
     Mind2WebArmRun,
     TaskResult,
     build_mind2web_report,
-    merge_usage,
-    rich_tables,
     task_result,
-    write_mind2web_report,
 )
+from awm.pipeline.mind2web_report_render import rich_tables, write_mind2web_report
+from awm.pipeline.stats import merge_usage
 
 if TYPE_CHECKING:
     from awm.llm.base import LLMClient

@@ -1,40 +1,40 @@
-"""The Mind2Web ablation's report: its model (`Mind2WebAblationReport`, what results.json holds), the
-statistics over tasks, and RESULTS.md, the Rich tables and the plot. Pure over per-task results; the
-runs themselves are `awm.pipeline.mind2web_ablation`'s (see its docstring for what is measured and why
-these intervals).
+"""The Mind2Web ablation's report: its model (`Mind2WebAblationReport`, what results.json holds) and its
+numbers over tasks. Pure over per-task results; the runs themselves are `awm.pipeline.mind2web_ablation`'s
+(see its docstring for what is measured and why these intervals), how people read the report
+(RESULTS.md, the Rich tables, the plot, the writer) is `awm.pipeline.mind2web_report_render`. The
+statistics are `awm.pipeline.stats`, the same as the MiniWoB++/WebArena report's (`awm.pipeline.report`).
 """
 
 from __future__ import annotations
 
-import random
 from collections import Counter
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
-from rich.table import Table
 
-from awm.files import write_text_atomic
 from awm.mind2web.metrics import score_task
 from awm.mind2web.schema import TaskRecord
 from awm.pipeline.mind2web_memory import InductionNote
-from awm.pipeline.report import (
-    BOOTSTRAP_RESAMPLES,
+from awm.pipeline.results import replay_warnings
+from awm.pipeline.stats import (
     CI_TASK_BOOTSTRAP,
     CI_WILSON,
-    RESULTS_JSON,
-    RESULTS_MD,
+    PairedTest,
     bootstrap_mean_ci,
-    head_lines,
-    replay_warnings,
-    sign_test_p,
-    wilson_interval,
+    bootstrap_ratio_ci,
+    mean,
+    merge_usage,
+    paired_diffs,
+    paired_test,
+    per_task_mean,
+    rows_by_task,
+    success_counts,
+    success_interval,
+    usage_tokens,
+    x100,
 )
 from awm.trajectory import Trajectory, utc_now
-
-if TYPE_CHECKING:
-    pass
 
 METRICS = ("element_accuracy", "action_f1", "step_success_rate", "task_success_rate")
 LABELS = {
@@ -45,9 +45,7 @@ LABELS = {
 }
 STEP_METRICS = METRICS[:3]  # the ones with a micro (over steps) version
 USAGE_JSON = "usage.json"
-PLOT_METRICS = "mind2web_metrics.png"
 MATCH = "awm"
-TIE_TOLERANCE = 1e-9
 SUCCESS_RULE = (
     "Mind2Web task success (SR): every annotated step of the task is right (the element is the first "
     "positive candidate, the operation is the gold one and, for TYPE and SELECT, the value is the gold "
@@ -176,17 +174,6 @@ class Mind2WebArmStats(BaseModel):
     failed_stages: list[str] = Field(default_factory=list)
 
 
-class MetricDiff(BaseModel):
-    """B minus A for one metric, per task, x100."""
-
-    mean_diff: float | None = None
-    ci95: tuple[float, float] | None = None  # bootstrap over tasks of the mean difference
-    b_wins: int = 0  # tasks where B's value is higher
-    a_wins: int = 0
-    ties: int = 0
-    sign_test_p: float | None = None  # over tasks that differ
-
-
 class Mind2WebComparison(BaseModel):
     """Arm B against arm A, task by task (annotation id). The top-level win/diff fields are task success
     as fractions (AblationReport's `PairedComparison` shape); `metrics` has every metric, x100."""
@@ -201,7 +188,7 @@ class Mind2WebComparison(BaseModel):
     mean_success_diff: float | None = None
     ci95: tuple[float, float] | None = None
     sign_test_p: float | None = None
-    metrics: dict[str, MetricDiff] = Field(default_factory=dict)
+    metrics: dict[str, PairedTest] = Field(default_factory=dict)
     mean_tokens_diff: float | None = None  # actor tokens per task
     mean_llm_calls_diff: float | None = None
 
@@ -237,30 +224,8 @@ class Mind2WebAblationReport(BaseModel):
 
 
 # --------------------------------------------------------------------------------------------------
-# Statistics and building (pure)
+# Building it (pure)
 # --------------------------------------------------------------------------------------------------
-
-
-def bootstrap_ratio_ci(
-    numerators: Sequence[float],
-    denominators: Sequence[float],
-    *,
-    resamples: int = BOOTSTRAP_RESAMPLES,
-    seed: int = 0,
-) -> tuple[float, float] | None:
-    """Percentile bootstrap 95% interval of sum(numerators) / sum(denominators), resampling the pairs
-    (tasks: each brings all its steps). Seeded and read off as `report.bootstrap_mean_ci` is."""
-    pairs = [(float(a), float(b)) for a, b in zip(numerators, denominators, strict=True)]
-    if not pairs or sum(b for _, b in pairs) <= 0:
-        return None
-    rng = random.Random(seed)
-    ratios = []
-    for _ in range(resamples):
-        draw = [rng.choice(pairs) for _ in pairs]
-        total = sum(b for _, b in draw)
-        ratios.append(sum(a for a, _ in draw) / total if total else 0.0)
-    ratios.sort()
-    return ratios[int(0.025 * (resamples - 1))], ratios[int(0.975 * (resamples - 1))]
 
 
 def task_result(
@@ -298,67 +263,29 @@ def task_result(
     )
 
 
-def _by_task(rows: Sequence[TaskResult]) -> dict[str, list[TaskResult]]:
-    grouped: dict[str, list[TaskResult]] = {}
-    for row in rows:
-        grouped.setdefault(row.key, []).append(row)
-    return grouped
-
-
-def _per_task_mean(
-    by_task: dict[str, list[TaskResult]], value: Callable[[TaskResult], float]
-) -> dict[str, float]:
-    return {key: sum(value(r) for r in mine) / len(mine) for key, mine in by_task.items() if mine}
-
-
-def _x100(ci: tuple[float, float] | None) -> tuple[float, float] | None:
-    return None if ci is None else (100 * ci[0], 100 * ci[1])
-
-
 def metric_stats(rows: Sequence[TaskResult], metric: str) -> MetricStat:
-    """One metric over an arm's task runs (see the module docstring for the intervals)."""
-    by_task = _by_task(rows)
+    """One metric over an arm's task runs (see `awm.pipeline.mind2web_ablation` for the intervals)."""
+    by_task = rows_by_task(rows)
     if not by_task:
         return MetricStat()
-    means = _per_task_mean(by_task, lambda r: r.value(metric))
+    means = per_task_mean(by_task, lambda r: r.value(metric))
     macro = 100 * sum(means.values()) / len(means)
-    once = all(len(mine) == 1 for mine in by_task.values())
-    if metric == "task_success_rate" and once:
-        ci, method = wilson_interval(sum(r.success for r in rows), len(rows)), CI_WILSON
+    if metric == "task_success_rate":
+        ci, method = success_interval(rows)
     else:
         ci, method = bootstrap_mean_ci(list(means.values())), CI_TASK_BOOTSTRAP
-    stat = MetricStat(macro=macro, ci95=_x100(ci), ci_method=method)
+    stat = MetricStat(macro=macro, ci95=x100(ci), ci_method=method)
     if metric in STEP_METRICS:
         steps = sum(r.steps for r in rows)
         keys = list(by_task)
         stat.micro = 100 * sum(r.numerator(metric) for r in rows) / steps if steps else None
-        stat.micro_ci95 = _x100(
+        stat.micro_ci95 = x100(
             bootstrap_ratio_ci(
                 [sum(r.numerator(metric) for r in by_task[k]) for k in keys],
                 [sum(r.steps for r in by_task[k]) for k in keys],
             )
         )
     return stat
-
-
-def merge_usage(
-    a: dict[str, dict[str, float]], b: dict[str, dict[str, float]]
-) -> dict[str, dict[str, float]]:
-    """Two usage tables (component -> numeric fields) summed field by field."""
-    total = {k: dict(v) for k, v in a.items()}
-    for component, fields in b.items():
-        into = total.setdefault(component, {})
-        for key, value in fields.items():
-            if isinstance(value, int | float):
-                into[key] = into.get(key, 0) + value
-    return total
-
-
-def _usage_sum(runs: Sequence[Mind2WebArmRun]) -> dict[str, dict[str, float]]:
-    total: dict[str, dict[str, float]] = {}
-    for run in runs:
-        total = merge_usage(total, run.usage)
-    return total
 
 
 def _final_versions(rows: Sequence[TaskResult]) -> dict[str, int | None]:
@@ -378,14 +305,11 @@ def arm_stats(name: str, runs: Sequence[Mind2WebArmRun]) -> Mind2WebArmStats:
     """One arm's numbers over its repeats."""
     rows = [r for run in runs for r in run.rows]
     n = len(rows)
-    usage = _usage_sum(runs)
+    usage = merge_usage(*(run.usage for run in runs))
     metrics = {m: metric_stats(rows, m) for m in METRICS}
     sr = metrics["task_success_rate"]
     actor = sum(r.prompt_tokens + r.completion_tokens for r in rows)
-    induction = (usage.get("induction") or {}).get("prompt_tokens", 0) + (usage.get("induction") or {}).get(
-        "completion_tokens", 0
-    )
-    tokens = {"actor": int(actor), "induction": int(induction)}
+    tokens = {"actor": int(actor), "induction": int(usage_tokens(usage.get("induction")))}
     tokens["total"] = sum(tokens.values())
     hits, recall_steps = sum(r.recall_hits for r in rows), sum(r.recall_steps for r in rows)
     outcomes: Counter[str] = Counter()
@@ -408,7 +332,7 @@ def arm_stats(name: str, runs: Sequence[Mind2WebArmRun]) -> Mind2WebArmStats:
         memory=first.memory if first else "off",
         config=first.config if first else {},
         repeats=len(runs),
-        tasks=len(_by_task(rows)),
+        tasks=len(rows_by_task(rows)),
         selected=first.selected if first else 0,
         episodes=n,
         steps=sum(r.steps for r in rows),
@@ -434,58 +358,20 @@ def arm_stats(name: str, runs: Sequence[Mind2WebArmRun]) -> Mind2WebArmStats:
     )
 
 
-def _mean(values: Sequence[float]) -> float | None:
-    return sum(values) / len(values) if values else None
-
-
-def _diff(a: dict[str, float], b: dict[str, float], keys: list[str]) -> MetricDiff:
-    diffs = [b[k] - a[k] for k in keys]
-    b_wins = sum(d > TIE_TOLERANCE for d in diffs)
-    a_wins = sum(d < -TIE_TOLERANCE for d in diffs)
-    return MetricDiff(
-        mean_diff=_mean(diffs),
-        ci95=bootstrap_mean_ci(diffs),
-        b_wins=b_wins,
-        a_wins=a_wins,
-        ties=len(diffs) - b_wins - a_wins,
-        sign_test_p=sign_test_p(b_wins, a_wins),
-    )
-
-
 def compare(a: str, b: str, rows: Sequence[TaskResult]) -> Mind2WebComparison:
     """B minus A, paired by task: per task, the difference of the two arms' means over their repeats."""
-    tasks_a = _by_task([r for r in rows if r.arm == a])
-    tasks_b = _by_task([r for r in rows if r.arm == b])
+    tasks_a = rows_by_task([r for r in rows if r.arm == a])
+    tasks_b = rows_by_task([r for r in rows if r.arm == b])
     keys = [k for k in tasks_a if k in tasks_b]  # stream order
 
-    def means(by_task: dict[str, list[TaskResult]], value: Callable[[TaskResult], float]) -> dict[str, float]:
-        return _per_task_mean({k: by_task[k] for k in keys}, value)
+    def diffs(value: Callable[[TaskResult], float]) -> list[float]:
+        return paired_diffs(tasks_a, tasks_b, keys, value)
 
-    metrics = {}
-    for metric in METRICS:
-
-        def value(r: TaskResult, metric: str = metric) -> float:
-            return r.value(metric)
-
-        metrics[metric] = _diff(means(tasks_a, value), means(tasks_b, value), keys)
+    metrics = {m: paired_test(diffs(lambda r, m=m: r.value(m))) for m in METRICS}
     fractions = metrics["task_success_rate"]
-
-    def tokens(r: TaskResult) -> float:
-        return float(r.prompt_tokens + r.completion_tokens)
-
-    def calls(r: TaskResult) -> float:
-        return float(r.llm_calls)
-
-    def mean_diff(value: Callable[[TaskResult], float]) -> float | None:
-        mean_a, mean_b = means(tasks_a, value), means(tasks_b, value)
-        return _mean([mean_b[k] - mean_a[k] for k in keys])
-
     shown = {
         m: d.model_copy(
-            update={
-                "mean_diff": None if d.mean_diff is None else 100 * d.mean_diff,
-                "ci95": _x100(d.ci95),
-            }
+            update={"mean_diff": None if d.mean_diff is None else 100 * d.mean_diff, "ci95": x100(d.ci95)}
         )
         for m, d in metrics.items()
     }
@@ -501,8 +387,8 @@ def compare(a: str, b: str, rows: Sequence[TaskResult]) -> Mind2WebComparison:
         ci95=fractions.ci95,
         sign_test_p=fractions.sign_test_p,
         metrics=shown,
-        mean_tokens_diff=mean_diff(tokens),
-        mean_llm_calls_diff=mean_diff(calls),
+        mean_tokens_diff=mean(diffs(lambda r: float(r.prompt_tokens + r.completion_tokens))),
+        mean_llm_calls_diff=mean(diffs(lambda r: float(r.llm_calls))),
     )
 
 
@@ -528,11 +414,6 @@ def build_mind2web_report(
     order = list(dict.fromkeys(run.arm for run in runs))
     arms = [arm_stats(arm, [r for r in runs if r.arm == arm]) for arm in order]
     rows = [row for run in runs for row in run.rows]
-    per_task: dict[str, dict[str, list[int]]] = {}
-    for row in rows:
-        cell = per_task.setdefault(row.key, {}).setdefault(row.arm, [0, 0])
-        cell[0] += int(row.success)
-        cell[1] += 1
     warnings = replay_warnings(repeats, temperature=temperature, cache=cache)
     warnings += [
         f"arm {a.name}: {stage}; its numbers cover the tasks that finished"
@@ -556,296 +437,7 @@ def build_mind2web_report(
         warnings=warnings,
         arms=arms,
         comparisons=[compare(order[0], other, rows) for other in order[1:]],
-        per_task=per_task,
+        per_task=success_counts(rows, lambda r: r.key),
         task_results=rows,
         seconds=round(seconds, 1),
     )
-
-
-# --------------------------------------------------------------------------------------------------
-# Rendering
-# --------------------------------------------------------------------------------------------------
-
-
-def _num(value: float | None, digits: int = 1) -> str:
-    return "n/a" if value is None else f"{value:,.{digits}f}"
-
-
-def _ci(ci: tuple[float, float] | None, *, signed: bool = False) -> str:
-    if ci is None:
-        return "n/a"
-    return f"[{ci[0]:+.1f}, {ci[1]:+.1f}]" if signed else f"[{ci[0]:.1f}, {ci[1]:.1f}]"
-
-
-def _cell(value: float | None, ci: tuple[float, float] | None) -> str:
-    return f"{_num(value)} {_ci(ci)}" if value is not None else "n/a"
-
-
-def _p(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
-def interval_note(report: Mind2WebAblationReport) -> str:
-    """Which interval each figure carries, and why, for RESULTS.md."""
-    bootstrap = f"a seeded percentile bootstrap ({BOOTSTRAP_RESAMPLES} resamples) over tasks (annotation ids)"
-    sr = {a.metrics["task_success_rate"].ci_method for a in report.arms if "task_success_rate" in a.metrics}
-    if sr == {CI_WILSON}:
-        sr_note = (
-            "SR's is Wilson's score interval over tasks (one repeat: each task is one success or failure)"
-        )
-    elif sr == {CI_TASK_BOOTSTRAP}:
-        sr_note = "SR's is the same bootstrap of the mean per-task success rate (repeats of a task are not independent)"
-    else:
-        sr_note = "SR's is Wilson's over tasks where each task ran once, else the same bootstrap"
-    return (
-        f"95% intervals are over tasks, never over steps (a task's steps share its page and its gold "
-        f"history, so they are not independent draws): macro EA, AF1 and step SR carry {bootstrap} of the "
-        f"mean per-task value; {sr_note}; micro figures carry the same bootstrap over tasks of the ratio "
-        "right steps / steps, each resampled task bringing all its steps."
-    )
-
-
-def _macro(rows: Sequence[TaskResult], metric: str) -> float | None:
-    """The macro figure alone (x100), as `metric_stats` computes it, without the interval."""
-    means = _per_task_mean(_by_task(rows), lambda r: r.value(metric))
-    return 100 * sum(means.values()) / len(means) if means else None
-
-
-def _overrides(arm: Mind2WebArmStats) -> str:
-    return ", ".join(f"{k}={v}" for k, v in arm.overrides.items()) or "-"
-
-
-def render_markdown(report: Mind2WebAblationReport) -> str:
-    """RESULTS.md: identity, the arms' metrics, tokens, pairs, per website, per task, memory."""
-    websites = ", ".join(report.websites) if report.websites else "all"
-    lines = head_lines(
-        report,
-        f"Ablation {report.name} (Mind2Web {report.split})",
-        data=f"`{report.data}`, split {report.split}, websites: {websites}",
-        base_label="Base pipeline config (Mind2Web fields)",
-    )
-    lines += [
-        "## Arms",
-        "",
-        f"Success rule: {report.success_rule}.",
-        "",
-        "AWM's Mind2Web metrics, x100, scored offline with teacher forcing (one prediction per annotated "
-        f"step, the gold previous actions shown), element matching `{report.match}` (the first positive "
-        "candidate): element accuracy (EA), action F1 (AF1), step success rate (step SR), task success "
-        "rate (SR). Macro is the mean over tasks of each task's mean over its steps (AWM's headline "
-        "figure; with repeats, each task's mean over its repeats first); micro is over all steps (SR has "
-        f"no step-level version: micro SR is macro SR). {interval_note(report)}",
-        "",
-        "| arm | overrides | average | tasks | steps | EA [95% CI] | AF1 [95% CI] | step SR [95% CI] | SR [95% CI] |",
-        "|---|---|---|---:|---:|---|---|---|---|",
-    ]
-    for a in report.arms:
-        m = a.metrics
-        if not m:
-            continue
-        lines.append(
-            f"| {a.name} | {_overrides(a)} | macro | {a.tasks} | {a.steps} | "
-            + " | ".join(_cell(m[k].macro, m[k].ci95) for k in METRICS)
-            + " |"
-        )
-        lines.append(
-            f"| {a.name} | | micro | {a.tasks} | {a.steps} | "
-            + " | ".join(_cell(m[k].micro, m[k].micro_ci95) for k in STEP_METRICS)
-            + " | = macro |"
-        )
-    lines += [
-        "",
-        "## Tokens and model calls",
-        "",
-        "Per task run: actor tokens are the prompts and answers of the trajectories (whether or not the "
-        "response cache answered), induction tokens the workflow inducer's real model calls (offline: "
-        "once per website from train; online: after each task; rule induction makes none; cache hits are "
-        "free). Recall@k is how often the target element was among the candidates shown: the ceiling on "
-        "EA. Unparsed: answers that were no action (scored wrong).",
-        "",
-        "| arm | task runs | model calls/task | tokens/task (actor / induction = total) | cost/task | recall@k | unparsed | SR (tasks) | s/task |",
-        "|---|---:|---:|---|---:|---:|---:|---:|---:|",
-    ]
-    for a in report.arms:
-        t = a.tokens_per_task
-        recall = "n/a" if a.recall_at_k is None else f"{100 * a.recall_at_k:.1f}%"
-        lines.append(
-            f"| {a.name} | {a.episodes} | {_num(a.llm_calls_per_task, 2)} | {_num(t.get('actor'), 0)} / "
-            f"{_num(t.get('induction'), 0)} = {_num(t.get('total'), 0)} | ${a.cost_per_task_usd:.4f} | "
-            f"{recall} | {a.unparsed} | {a.successes}/{a.episodes} | {_num(a.seconds_per_task)} |"
-        )
-    if report.comparisons:
-        lines += [
-            "",
-            "## Paired differences (per task: same annotation id)",
-            "",
-            "B minus A in points (x100), one pair per task: the difference of the two arms' per-task values "
-            "(each the task's mean over its steps, then over its repeats). The interval is a seeded "
-            "percentile bootstrap over tasks of the mean difference; p is the exact two-sided sign test "
-            "over tasks that differ (ties dropped). Tasks only one arm finished are left out (unpaired).",
-            "",
-            "| A | B | tasks | unpaired | metric | B better | A better | ties | mean diff | 95% CI | sign test p |",
-            "|---|---|---:|---:|---|---:|---:|---:|---:|---|---:|",
-        ]
-        for c in report.comparisons:
-            for metric in METRICS:
-                d = c.metrics[metric]
-                diff = "n/a" if d.mean_diff is None else f"{d.mean_diff:+.1f} pts"
-                lines.append(
-                    f"| {c.arm_a} | {c.arm_b} | {c.pairs} | {c.unpaired} | {LABELS[metric]} | {d.b_wins} | "
-                    f"{d.a_wins} | {d.ties} | {diff} | {_ci(d.ci95, signed=True)} | {_p(d.sign_test_p)} |"
-                )
-        lines += ["", "| A | B | actor tokens diff/task | model calls diff/task |", "|---|---|---:|---:|"]
-        lines.extend(
-            f"| {c.arm_a} | {c.arm_b} | {_num(c.mean_tokens_diff, 0)} | {_num(c.mean_llm_calls_diff, 2)} |"
-            for c in report.comparisons
-        )
-    lines += ["", "## Budget-matched arm", "", report.budget_note]
-    arms = [a.name for a in report.arms]
-    rows = report.task_results
-    by_site: dict[str, dict[str, list[TaskResult]]] = {}
-    for r in rows:
-        by_site.setdefault(r.website, {}).setdefault(r.arm, []).append(r)
-    lines += [
-        "",
-        "## Per website (macro: step SR / SR)",
-        "",
-        "| website | tasks | " + " | ".join(arms) + " |",
-        "|---|---:|" + "---|" * len(arms),
-    ]
-    for site in sorted(by_site):
-        cells = []
-        for arm in arms:
-            mine = by_site[site].get(arm, [])
-            if not mine:
-                cells.append("-")
-                continue
-            step, task = (_macro(mine, m) for m in ("step_success_rate", "task_success_rate"))
-            cells.append(f"{_num(step)} / {_num(task)}")
-        count = len({r.key for per_arm in by_site[site].values() for r in per_arm})
-        lines.append(f"| {site} | {count} | " + " | ".join(cells) + " |")
-    lines += [
-        "",
-        "## Per task",
-        "",
-        "Each arm's step SR on the task (mean over repeats) and its task successes over runs.",
-        "",
-        "| task | website | steps | " + " | ".join(arms) + " |",
-        "|---|---|---:|" + "---|" * len(arms),
-    ]
-    by_task = _by_task(rows)
-    for key, mine in by_task.items():
-        cells = []
-        for arm in arms:
-            own = [r for r in mine if r.arm == arm]
-            if not own:
-                cells.append("-")
-                continue
-            step = 100 * sum(r.value("step_success_rate") for r in own) / len(own)
-            cells.append(f"{step:.1f} ({sum(r.success for r in own)}/{len(own)})")
-        lines.append(f"| {key} | {mine[0].website} | {mine[0].steps} | " + " | ".join(cells) + " |")
-    lines += ["", "## Memory versions", ""]
-    for a in report.arms:
-        if a.memory == "off":
-            lines.append(f"- **{a.name}**: memory off")
-            continue
-        heads = ", ".join(f"{s} v{v}" for s, v in a.final_versions.items() if v is not None) or "no version"
-        lines.append(f"- **{a.name}** ({a.memory}): heads after the stream: {heads}")
-        for note in a.memory_notes:
-            state = note.error or ("changed" if note.changed else "unchanged")
-            lines.append(
-                f"  - offline {note.scope}: from {note.source}, {note.trajectories} train task(s), "
-                f"version {note.version} ({state})"
-            )
-    memory_rows = [
-        r for r in rows if next((a.memory for a in report.arms if a.name == r.arm), "off") != "off"
-    ]
-    if memory_rows:
-        lines += [
-            "",
-            "| arm | repeat | # | task | website | memory seen | committed | workflows shown |",
-            "|---|---:|---:|---|---|---:|---:|---:|",
-        ]
-        for r in memory_rows:
-            seen = "-" if r.memory_version_seen is None else f"v{r.memory_version_seen}"
-            made = "-" if r.memory_version_committed is None else f"v{r.memory_version_committed}"
-            lines.append(
-                f"| {r.arm} | {r.repeat} | {r.position} | {r.key} | {r.website} | {seen} | {made} | {r.workflows} |"
-            )
-    lines += ["", "## Runs and failures", ""]
-    for a in report.arms:
-        outcomes = ", ".join(f"{k} x{v}" for k, v in a.outcomes.items()) or "-"
-        folders = ", ".join(f"`{d}`" for d in a.run_dirs) or "-"
-        lines.append(f"- **{a.name}**: step outcomes {outcomes}; run folders {folders}")
-        lines.extend(f"  - stopped: {s}" for s in a.failed_stages)
-    if report.plots:
-        lines += ["", "## Plots", ""] + [f"![{p}]({p})" for p in report.plots]
-    return "\n".join(lines) + "\n"
-
-
-def rich_tables(report: Mind2WebAblationReport) -> list[Table]:
-    """The comparison printed at the end of `awm ablate`."""
-    caption = "\n".join([f"config {report.config_hash}", *(f"warning: {w}" for w in report.warnings)])
-    arms = Table(title=f"Mind2Web ablation {report.name}: {report.model} (macro, x100)", caption=caption)
-    for column in ("arm", "tasks", *(LABELS[m] for m in METRICS), "tokens/task"):
-        arms.add_column(column, justify="left" if column == "arm" else "right")
-    for a in report.arms:
-        m = a.metrics
-        arms.add_row(
-            a.name,
-            str(a.tasks),
-            *(_cell(m[k].macro, m[k].ci95) if m else "n/a" for k in METRICS),
-            _num(a.tokens_per_task.get("total"), 0),
-        )
-    tables = [arms]
-    if report.comparisons:
-        pairs = Table(title="Paired differences per task (B - A, points)")
-        for column in ("A", "B", "tasks", *(LABELS[m] for m in METRICS), "SR sign p"):
-            pairs.add_column(column, justify="left" if column in ("A", "B") else "right")
-        for c in report.comparisons:
-            pairs.add_row(
-                c.arm_a,
-                c.arm_b,
-                str(c.pairs),
-                *(_num(c.metrics[m].mean_diff) for m in METRICS),
-                _p(c.metrics["task_success_rate"].sign_test_p),
-            )
-        tables.append(pairs)
-    return tables
-
-
-def plot_metrics(report: Mind2WebAblationReport, path: Path) -> None:
-    """Grouped bars: each metric's macro per arm, with its 95% interval as an error bar."""
-    from awm.pipeline.report import _pyplot  # one Agg setup for every report plot
-
-    plt = _pyplot()
-    arms = [a for a in report.arms if a.metrics]
-    width = 0.8 / max(1, len(arms))
-    fig, ax = plt.subplots(figsize=(7.5, 4))
-    for i, arm in enumerate(arms):
-        values = [arm.metrics[m].macro or 0.0 for m in METRICS]
-        errors = [
-            [max(0.0, v - (arm.metrics[m].ci95 or (v, v))[0]) for v, m in zip(values, METRICS, strict=True)],
-            [max(0.0, (arm.metrics[m].ci95 or (v, v))[1] - v) for v, m in zip(values, METRICS, strict=True)],
-        ]
-        xs = [x + i * width - 0.4 + width / 2 for x in range(len(METRICS))]
-        ax.bar(xs, values, width, yerr=errors, capsize=3, label=arm.name)
-    ax.set_xticks(range(len(METRICS)), [LABELS[m] for m in METRICS])
-    ax.set_ylim(0, 105)
-    ax.set_ylabel("macro, x100 (95% CI over tasks)")
-    ax.set_title(f"Mind2Web {report.split}: per arm")
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def write_mind2web_report(report: Mind2WebAblationReport, out: Path) -> Path:
-    """Write the plot, results.json and RESULTS.md into `out`; returns the RESULTS.md path."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    plot_metrics(report, out / PLOT_METRICS)
-    report = report.model_copy(update={"plots": [PLOT_METRICS]})
-    write_text_atomic(out / RESULTS_JSON, report.model_dump_json(indent=2) + "\n")
-    write_text_atomic(out / RESULTS_MD, render_markdown(report))
-    return out / RESULTS_MD

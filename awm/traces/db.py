@@ -394,6 +394,12 @@ class RunWriter:
             self._conn.close()
 
 
+# An episode row with its number of recorded steps (`EpisodeRow.steps`).
+_EPISODE_SELECT = (
+    "SELECT e.*, (SELECT COUNT(*) FROM step s WHERE s.episode_id = e.id) AS steps FROM episode e"
+)
+
+
 class RunDatabase:
     """Read side of a run folder: the run, its episodes and steps as pydantic rows."""
 
@@ -432,35 +438,56 @@ class RunDatabase:
 
     def episodes(self) -> list[EpisodeRow]:
         """All episodes in the order they started (then by id, for a stable order)."""
-        rows = self._conn.execute(
-            "SELECT e.*, (SELECT COUNT(*) FROM step s WHERE s.episode_id = e.id) AS steps "
-            "FROM episode e ORDER BY e.started_at, e.rowid"
-        ).fetchall()
-        return [self._row(EpisodeRow, r, ("task", "workflow_calls")) for r in rows]
+        rows = self._conn.execute(f"{_EPISODE_SELECT} ORDER BY e.started_at, e.rowid").fetchall()
+        return [self._episode_row(r) for r in rows]
+
+    def episode(self, episode_id: str) -> EpisodeRow | None:
+        """One episode by its exact id (None when the run has no such episode): one row, not the list."""
+        row = self._conn.execute(f"{_EPISODE_SELECT} WHERE e.id = ?", (episode_id,)).fetchone()
+        return None if row is None else self._episode_row(row)
+
+    def _episode_row(self, row: sqlite3.Row) -> EpisodeRow:
+        return self._row(EpisodeRow, row, ("task", "workflow_calls"))
 
     def steps(self, episode_id: str) -> list[StepRow]:
         rows = self._conn.execute(
             "SELECT * FROM step WHERE episode_id = ? ORDER BY idx", (episode_id,)
         ).fetchall()
-        return [self._row(StepRow, r, ("action", "target", "timings", "approval", "prompt")) for r in rows]
+        return [self._step_row(r) for r in rows]
 
-    def outcomes(self) -> dict[str, list[str]]:
-        """Each episode's top-level step outcomes in order (workflow sub-steps left out): what a runs
-        listing needs, without reading pages, prompts or model outputs."""
+    def step(self, episode_id: str, index: int) -> StepRow | None:
+        """One step of an episode (None when it was not recorded): what serving its screenshot needs."""
+        row = self._conn.execute(
+            "SELECT * FROM step WHERE episode_id = ? AND idx = ?", (episode_id, index)
+        ).fetchone()
+        return None if row is None else self._step_row(row)
+
+    def _step_row(self, row: sqlite3.Row) -> StepRow:
+        return self._row(StepRow, row, ("action", "target", "timings", "approval", "prompt"))
+
+    def recoveries(self) -> dict[str, int]:
+        """Recoveries by episode id, every episode of the run listed (0 when none): failed top-level
+        steps the agent got past, i.e. not ok and followed later by an ok step; workflow sub-steps are
+        left out (their caller's outcome already says how the call went).
+
+        One aggregate query, so the runs listing counts them without reading any step into Python.
+        """
         rows = self._conn.execute(
-            "SELECT episode_id, outcome FROM step WHERE called_by IS NULL ORDER BY episode_id, idx"
+            "SELECT e.id, COUNT(s.idx) FROM episode e"
+            " LEFT JOIN (SELECT episode_id, MAX(idx) AS last_ok FROM step"
+            "            WHERE called_by IS NULL AND outcome = 'ok' GROUP BY episode_id) k ON k.episode_id = e.id"
+            " LEFT JOIN step s ON s.episode_id = e.id AND s.called_by IS NULL AND s.outcome != 'ok'"
+            "                     AND s.idx < k.last_ok"
+            " GROUP BY e.id"
         ).fetchall()
-        out: dict[str, list[str]] = {}
-        for episode_id, outcome in rows:
-            out.setdefault(episode_id, []).append(outcome)
-        return out
+        return {episode_id: count for episode_id, count in rows}
 
     def find_episode(self, ref: str) -> EpisodeRow:
         """An episode by exact id, unique id prefix, or task key (the latest attempt of that task)."""
+        exact = self.episode(ref)
+        if exact is not None:
+            return exact
         episodes = self.episodes()
-        exact = [e for e in episodes if e.id == ref]
-        if exact:
-            return exact[0]
         by_prefix = [e for e in episodes if e.id.startswith(ref)]
         if len(by_prefix) == 1:
             return by_prefix[0]
@@ -481,14 +508,18 @@ class RunDatabase:
         ended, else rebuilt from the rows. Rebuilding matters for an episode that crashed: the rows
         are then the only record.
         """
-        episode = self.find_episode(ref)
+        return self.trajectory_of(self.find_episode(ref))
+
+    def trajectory_of(self, episode: EpisodeRow, steps: list[StepRow] | None = None) -> Trajectory:
+        """`trajectory` of an episode row already read; `steps`, its step rows when the caller has
+        them too (the episode page does), so a rebuild reads nothing twice."""
         path = trajectory_path(self.run_dir, episode.id)
         if path.is_file():
             return load_trajectory(path)
         return Trajectory(
             trajectory_id=episode.id,
             task=episode.task,
-            steps=[s.to_step() for s in self.steps(episode.id)],
+            steps=[s.to_step() for s in (self.steps(episode.id) if steps is None else steps)],
             end=episode.end,  # type: ignore[arg-type]
             final_answer=episode.final_answer,
             verdict=episode.verdict,

@@ -5,8 +5,9 @@ nameless `graphics-symbol` and a `<text>` a nameless generic around its characte
 MiniWoB++ split: click-shape ("Click on a small black 8") was 0 of 3 and identify-shape ("the button that
 best describes the figure") 1 of 3 because the model saw only the letters run together (``9J86HD``) or
 nothing at all. The page's own attributes (tag, ``fill``, ``r``, ``width``, ``font-size``, ``points``) say
-what a person sees; this module reads them from BrowserGym's DOM snapshot, so the observation can show
-``[16] clickable '8' (small black digit)`` or ``figure (large red circle)``.
+what a person sees; this module reads them from BrowserGym's DOM snapshot (decoded once per observation,
+`awm.webarena.dom`), so the observation can show ``[16] clickable '8' (small black digit)`` or
+``figure (large red circle)``.
 
 Sizes are relative: a figure is "small" or "large" only when the figures of its `<svg>` come in more than
 one size (below or above the middle of the smallest and largest); one size for all gets no size word.
@@ -17,7 +18,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+
+from awm.webarena.dom import PageDom
 
 # SVG elements a person sees as one figure, and the word for each (a polygon's word is by its corners).
 _KINDS = {"circle": "circle", "ellipse": "ellipse", "rect": "rectangle", "polygon": "polygon", "text": "text"}
@@ -87,43 +89,32 @@ def _figure(tag: str, attrs: dict[str, str], text: str, svg: int) -> Figure | No
     return Figure(kind=kind, colour=_colour(attrs), size=size, text=text, svg=svg)
 
 
-def svg_figures(dom_snapshot: dict[str, Any] | None) -> dict[str, Figure]:
-    """bid -> the `Figure` of each SVG shape or text in BrowserGym's DOM snapshot (elements need a bid:
-    the session marks every tag, not only standard HTML ones)."""
-    if not dom_snapshot:
+def svg_figures(dom: PageDom | None) -> dict[str, Figure]:
+    """bid -> the `Figure` of each SVG shape or text of the page (elements need a bid: the session marks
+    every tag, not only standard HTML ones)."""
+    if dom is None:
         return {}
-    strings = dom_snapshot.get("strings", [])
-
-    def string(index: int) -> str:
-        return strings[index] if 0 <= index < len(strings) else ""
-
     found: dict[str, Figure] = {}
-    for document in dom_snapshot.get("documents", []):
-        nodes = document.get("nodes", {})
-        names = nodes.get("nodeName", [])
-        parents = nodes.get("parentIndex", [])
-        values = nodes.get("nodeValue", [])
-        attributes = nodes.get("attributes", [])
+    for document in dom.documents:
+        tags, parents = document.tags, document.parents
         texts: dict[int, list[str]] = {}
         svg_of: dict[int, int] = {}
-        for i, name_index in enumerate(names):
-            tag = string(name_index).lower()
-            parent = parents[i] if i < len(parents) else -1
+        for i, tag in enumerate(tags):
+            parent = parents[i]
             if tag == "svg":
                 svg_of[i] = i
             elif parent in svg_of:
                 svg_of[i] = svg_of[parent]
             if tag == "#text" and parent in svg_of:  # the characters of a <text> (or its <tspan>)
                 owner = parent
-                while owner >= 0 and string(names[owner]).lower() == "tspan":
+                while owner >= 0 and tags[owner] == "tspan":
                     owner = parents[owner]
-                texts.setdefault(owner, []).append(string(values[i]) if i < len(values) else "")
+                texts.setdefault(owner, []).append(document.texts[i])
         for i, svg in svg_of.items():
-            tag = string(names[i]).lower()
-            if tag not in _KINDS or i >= len(attributes):
+            tag = tags[i]
+            if tag not in _KINDS:
                 continue
-            raw = attributes[i]
-            attrs = {string(raw[k]).lower(): string(raw[k + 1]) for k in range(0, len(raw) - 1, 2)}
+            attrs = {name.lower(): value or "" for name, value in document.attributes[i].items()}
             bid = attrs.get("bid")
             figure = _figure(tag, attrs, "".join(texts.get(i, [])), svg) if bid else None
             if bid and figure is not None:

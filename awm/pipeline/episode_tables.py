@@ -1,0 +1,102 @@
+"""The tables the benchmark scripts print over a run folder's episodes: per group (a task, an arena
+template) the episodes solved, mean steps, model calls and prompt tokens per step, seconds per episode
+and how episodes ended; overall the same; and the failure anatomy of the failed episodes (how they
+ended, the failure classes of steps, the actions repeated within one episode, the parse refusals).
+
+Why here and not in each script: `scripts/bench_miniwob.py` and `scripts/bench_sites.py` read their
+runs the same way, and a figure that means one thing in one table must mean it in the other.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from pathlib import Path
+
+from awm.evaluation.success import is_success
+from awm.trajectory import Trajectory, load_trajectory
+
+TOP = 10
+_BID = re.compile(r"'\d+'")
+
+
+def latest_trajectories(run_dir: Path) -> list[Trajectory]:
+    """The last attempt of each task key in a run folder's trajectories/ (what the summary counts)."""
+    latest: dict[str, Trajectory] = {}
+    for path in sorted((Path(run_dir) / "trajectories").glob("*.json")):
+        trajectory = load_trajectory(path)
+        kept = latest.get(trajectory.task.key)
+        if kept is None or trajectory.started_at >= kept.started_at:
+            latest[trajectory.task.key] = trajectory
+    return [latest[k] for k in sorted(latest)]
+
+
+def overall(trajectories: list[Trajectory]) -> dict:
+    """Episodes, solved, success rate, steps, model calls and prompt tokens per step, s per episode."""
+    steps = sum(len(t.steps) for t in trajectories)
+    n = len(trajectories)
+    solved = sum(is_success(t) for t in trajectories)
+    return {
+        "episodes": n,
+        "solved": solved,
+        "success_rate": solved / n if n else None,
+        "steps": steps,
+        "calls_per_step": sum(s.llm_calls for t in trajectories for s in t.steps) / steps if steps else 0.0,
+        "prompt_tokens_per_step": sum(t.prompt_tokens for t in trajectories) / steps if steps else 0.0,
+        "seconds_per_episode": sum(t.seconds for t in trajectories) / n if n else 0.0,
+    }
+
+
+def group_rows(trajectories: list[Trajectory], group: Callable[[Trajectory], str], label: str) -> list[dict]:
+    """`overall` per group (keyed `label`), with mean steps and how the group's episodes ended."""
+    by_group: dict[str, list[Trajectory]] = defaultdict(list)
+    for t in trajectories:
+        by_group[group(t)].append(t)
+    rows = []
+    for name in sorted(by_group):
+        mine = by_group[name]
+        figures = overall(mine)
+        rows.append({
+            label: name,
+            **figures,
+            "mean_steps": figures["steps"] / len(mine),
+            "ends": dict(Counter(t.end for t in mine)),
+        })  # fmt: skip
+    return rows
+
+
+def anatomy(trajectories: list[Trajectory], group: Callable[[Trajectory], str]) -> dict:
+    """Where the failed episodes went wrong: ends, step failure classes, repeated actions, parse refusals."""
+    failed = [t for t in trajectories if not is_success(t)]
+    repeated: Counter[str] = Counter()
+    for t in failed:
+        actions = Counter(_BID.sub("'ID'", s.action_str) for s in t.steps if s.action_str)
+        for action, n in actions.items():
+            if n >= 2:
+                repeated[f"{group(t)}: {action}"] += n
+    refusals = Counter(
+        s.error.split(";")[0][:90] for t in trajectories for s in t.steps if s.outcome == "parse_error"
+    )
+    return {
+        "failed_episodes": len(failed),
+        "ends_of_failed": dict(Counter(t.end for t in failed).most_common()),
+        "failure_classes": dict(Counter(s.outcome for t in trajectories for s in t.steps if s.outcome != "ok").most_common()),
+        "repeated_actions": dict(repeated.most_common(TOP)),
+        "parse_refusals": dict(refusals.most_common(TOP)),
+    }  # fmt: skip
+
+
+def anatomy_lines(causes: dict) -> list[str]:
+    """The anatomy as markdown sections."""
+    lines = [f"## Failure anatomy ({causes['failed_episodes']} failed episodes)", ""]
+    for title, key in (
+        ("How failed episodes ended", "ends_of_failed"),
+        ("Step failure classes (all episodes)", "failure_classes"),
+        ("Actions repeated within one failed episode (bids as ID)", "repeated_actions"),
+        ("Parse refusals", "parse_refusals"),
+    ):
+        lines += [f"### {title}", ""]
+        lines += [f"- {k}: {v}" for k, v in causes[key].items()] or ["- none"]
+        lines.append("")
+    return lines
