@@ -27,7 +27,8 @@ app = typer.Typer(
 def _mount() -> None:
     """Mount every area's commands. Imports stay inside so `awm --help` does not load torch or Playwright."""
     from awm import demo, doctor
-    from awm.actions_cli import app as actions_app
+    from awm.actions.commands import app as actions_app
+    from awm.app.export_cli import register as register_traces_export
     from awm.app.serve_cli import register as register_serve
     from awm.induction.commands import register as register_induce
     from awm.llm.commands import app as llm_app
@@ -39,6 +40,7 @@ def _mount() -> None:
     from awm.pipeline.replay_cli import register as register_replay
     from awm.pipeline.run_cli import register as register_run
     from awm.rails_cli import app as rails_app
+    from awm.sites.commands import app as sites_app
     from awm.suite.commands import app as suite_app
     from awm.traces.commands import app as traces_app
 
@@ -50,6 +52,7 @@ def _mount() -> None:
     register_replay(app)
     register_serve(app)
     register_mind2web_run(mind2web_app)
+    register_traces_export(traces_app)  # its --html renders the app's pages: traces may not import awm.app
     app.add_typer(mind2web_app, name="mind2web")
     app.add_typer(pipeline_app, name="pipeline")
     app.add_typer(memory_app, name="memory")
@@ -58,6 +61,7 @@ def _mount() -> None:
     app.add_typer(llm_app, name="llm")
     app.add_typer(actions_app, name="actions")
     app.add_typer(rails_app, name="rails")
+    app.add_typer(sites_app, name="sites")
     show_help_literally(app)
 
 

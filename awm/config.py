@@ -129,6 +129,7 @@ class RailsSettings(BaseModel):
     `confirm_timeout_s` without an answer denies) or `app` (asked through files in `confirm_dir`, which
     `awm serve`'s live page shows as approve/deny buttons; the same timeout denies). `max_steps`/`max_seconds` are the live run's budgets,
     at most LIVE_MAX_STEPS / LIVE_MAX_SECONDS; `--max-steps` may lower the step budget, never raise it.
+    A password field is refused unless `secrets` names the value to type (a placeholder the model writes).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -141,6 +142,10 @@ class RailsSettings(BaseModel):
     max_steps: int = Field(default=15, ge=1, le=LIVE_MAX_STEPS)
     max_seconds: float = Field(default=600.0, gt=0, le=LIVE_MAX_SECONDS)
     confirm_dir: Path | None = None  # where a gate saves what it shows, and the app gate's questions (RUN/confirm)
+    # Secrets the agent may type into a password field: name -> the environment variable holding its value
+    # (`awm run --url ... --secret password=SHOP_PASSWORD`). The model writes `{password}`; the value is
+    # read from the environment when the episode starts and never recorded (`awm.secrets`).
+    secrets: dict[str, str] = Field(default_factory=dict)
 
 
 class BrowserSettings(BaseModel):
@@ -158,6 +163,7 @@ class BrowserSettings(BaseModel):
     screenshots: bool = True
     pages: bool = True  # each step's page as HTML, RUN/pages/ (what `awm traces export --mind2web` reads)
     obs_token_budget: int = 2000
+    obs_prune: bool = True  # leave a page footer's words out of the observation (`observation.BOILERPLATE_ROLES`)
     slow_mo_ms: int | None = None
     call_timeout_s: float = 60.0  # watchdog: a reset/step/observe that takes longer kills the browser
     rails: RailsSettings = Field(default_factory=RailsSettings)

@@ -53,4 +53,6 @@ fi
 
 say "offline assets (Playwright bridge, tiktoken cache, model file)"
 "$VENV/bin/python" -m awm.assets setup
+say "the arena's sites (each in its own virtualenv under .awm/sites, seeded once)"
+"$VENV/bin/awm" sites setup
 say "ready"

@@ -55,7 +55,7 @@ def test_the_finishing_action_written_out_parses_as_the_agents_answer() -> None:
 
 def test_on_a_live_page_clicks_made_here_are_spent_until_a_field_is_set() -> None:
     ids = ["11", "12", "13"]
-    spent = lambda *history: without_spent_choices({}, ids, list(history), "", "now", live=True)  # noqa: E731
+    spent = lambda *history: without_spent_choices({}, ids, list(history), "", "now", ends_itself=True)  # noqa: E731
     assert spent(clicked("11"))["click"] == ["12", "13"]
     assert spent(clicked("11"), clicked("12"))["click"] == ["13"]  # no going back and forth
     other_page = spent(clicked("11", url="http://shop.example.test/a"), clicked("12", url="http://shop.example.test/b"))

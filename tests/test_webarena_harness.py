@@ -383,3 +383,36 @@ def test_hung_page_is_killed_by_the_watchdog(base_url: str):
         assert trajectory.end == "env_error"
         assert trajectory.steps[-1].outcome == "env_error" and "hung" in trajectory.steps[-1].error
         assert "Do nothing" in session.reset(fixture_task(base_url, "static")).text
+
+
+def test_a_click_whose_page_loads_slowly_is_no_failure(session: BrowserSession, base_url: str):
+    """BrowserGym gives a click 500 ms, page load included; a real site's next page often takes longer.
+    The click was delivered and a new document came: the step is ok and says so (not a timeout error)."""
+    import time as _time
+
+    from awm.actions import Action
+
+    page = session.reset(fixture_task(base_url, "slow_link"))
+
+    def slow(route, request):  # the server answers the report after 1.5 s, as a busy site would
+        _time.sleep(1.5)
+        route.continue_()
+
+    session.page.context.route("**/static.html?slow=1", slow)
+    [link] = [bid for bid, t in page.elements.items() if t.label == "Open the yearly report"]
+    result = session.execute(Action(name="click", args={"bid": link}))
+    assert result.outcome == "ok", result.error
+    assert "over 500 ms" in result.note
+    assert session.observe().url.endswith("static.html?slow=1")
+
+
+def test_a_link_the_browser_cannot_open_goes_back_and_says_so(session: BrowserSession, base_url: str):
+    """A dead link (here a closed port; on an arena site, a link off the site) leaves Chromium on its error
+    page, where no action helps: the executor goes back and the step says why."""
+    from awm.actions import Action
+
+    page = session.reset(fixture_task(base_url, "dead_link"))
+    [link] = [bid for bid, t in page.elements.items() if t.label == "Old mirror"]
+    result = session.execute(Action(name="click", args={"bid": link}))
+    assert result.outcome == "action_error" and "could not be opened" in result.error
+    assert session.observe().url.endswith("dead_link.html")

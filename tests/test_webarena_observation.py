@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from awm.webarena.dom import parse_dom
 from awm.webarena.fingerprint import NO_CHANGE, describe_changes, snapshot_page
 from awm.webarena.observation import build_observation, dom_hints, estimate_tokens
 from awm.webarena.sanitize import sanitize_text
@@ -144,8 +145,9 @@ def test_nameless_clickable_box_described_by_dom_attributes():
     tree.add(tree.root, "generic", "", bid="13", clickable=True)
     strings = ["bid", "13", "class", "color", "data-color", "purple", "style", "background-color: purple;"]
     snapshot = {"strings": strings, "documents": [{"nodes": {"attributes": [[0, 1, 2, 3, 4, 5, 6, 7]]}}]}
-    assert dom_hints(snapshot) == {"13": "data-color=purple"}  # the same value once
-    obs = tree.build(dom_snapshot=snapshot)
+    dom = parse_dom(snapshot)
+    assert dom_hints(dom) == {"13": "data-color=purple"}  # the same value once
+    obs = tree.build(dom=dom)
     assert obs.text == "[13] clickable (data-color=purple)"
 
 
@@ -288,7 +290,7 @@ def test_an_icon_without_a_name_says_which_row_it_is_in():
         tree.add(row, "image", "", bid=str(int(bid) + 8), clickable=True)
     strings = ["bid", "26", "class", "trash", "36"]
     snapshot = {"strings": strings, "documents": [{"nodes": {"attributes": [[0, 1, 2, 3], [0, 4, 2, 3]]}}]}
-    lines = tree.build(dom_snapshot=snapshot).text.splitlines()
+    lines = tree.build(dom=parse_dom(snapshot)).text.splitlines()
     assert lines[1] == "[26] image (class=trash, in 'Anne Ut. Ultrices')"
     assert lines[3] == "[36] image (class=trash, in 'Misty Ut. Ultrices')"
 

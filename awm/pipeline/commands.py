@@ -112,9 +112,9 @@ def _run_arm(
     verify: str | None = None,
     workflows: str | None = None,
 ) -> None:
+    from awm.files import default_run_dir
     from awm.pipeline.config import load_pipeline_config
     from awm.pipeline.driver import run_arm
-    from awm.pipeline.run_cli import default_run_dir
 
     overrides = dict(extra)
     if memory is not None:

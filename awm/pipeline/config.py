@@ -56,6 +56,7 @@ NOT_MIND2WEB_FIELDS = {
     "parallel_backend": "its tasks run one after another",
     "ray_address": "its tasks run one after another",
     "episode_timeout_s": "there are no browser episodes",
+    "task_files": "task files hold arena templates (benchmark 'sites')",
 }
 
 
@@ -88,8 +89,9 @@ class PipelineConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str = "pipeline"
-    benchmark: Literal["miniwob", "webarena", "browsergym", "live", "mind2web"] = "miniwob"
+    benchmark: Literal["miniwob", "webarena", "browsergym", "live", "sites", "mind2web"] = "miniwob"
     tasks: list[str] = Field(default_factory=list)  # task names; for `live`, the URLs; none for mind2web
+    task_files: list[Path] = Field(default_factory=list)  # `sites` only: task files besides awm's own
     goal: str = ""  # `live` only: what the agent should do on each page
     seeds: list[int] | None = None  # None: the benchmark's default (0 for MiniWoB, none for WebArena)
     max_steps: int = Field(default=10, ge=1)
@@ -142,6 +144,13 @@ class PipelineConfig(BaseModel):
             raise ValueError("memory 'offline' needs offline_from = [run folders or trajectory files]")
         if self.seeds is not None and not self.seeds:
             raise ValueError("seeds is empty; give e.g. [0, 1]")
+        if self.task_files and self.benchmark != "sites":
+            raise ValueError("task_files hold arena templates: they need benchmark = 'sites'")
+        if self.benchmark == "sites" and self.workers > 1:
+            raise ValueError(
+                "the arena runs one server per site and resets it before each episode: run its tasks with "
+                "workers = 1"
+            )
         if (self.benchmark == "live") != bool(self.goal.strip()):
             raise ValueError("benchmark 'live' (pages named by URL) needs a goal, and only it takes one")
         if self.memory_scope is not None and self.memory != "fixed":
@@ -173,7 +182,7 @@ def parse_pipeline_table(
 ) -> PipelineConfig:
     """Validate a `[pipeline]` table (pure apart from making `offline_from` paths absolute).
 
-    Relative `offline_from` paths are taken from `base_dir` (default: the working directory), and
+    Relative `offline_from` and `task_files` paths are taken from `base_dir` (default: the working directory), and
     stored absolute, so a resumed run finds them from anywhere.
     """
     _check_benchmark_fields(table, source)
@@ -183,6 +192,7 @@ def parse_pipeline_table(
         raise _field_error(exc, source) from None
     base = Path(base_dir) if base_dir is not None else Path.cwd()
     config.offline_from = [p if p.is_absolute() else (base / p).resolve() for p in config.offline_from]
+    config.task_files = [p if p.is_absolute() else (base / p).resolve() for p in config.task_files]
     if config.benchmark == MIND2WEB:
         _check_mind2web_paths(config, base, source)
     return config

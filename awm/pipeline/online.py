@@ -25,7 +25,9 @@ def resolve_stream(config: PipelineConfig) -> list[Task]:
             "benchmark 'mind2web' is solved offline: run it with `awm ablate CONFIG` (arms, report) or "
             "`awm mind2web run`; `awm run` and `awm pipeline` drive the browser benchmarks"
         )
-    tasks = resolve_tasks(config.benchmark, config.tasks, config.seeds, goal=config.goal)
+    tasks = resolve_tasks(
+        config.benchmark, config.tasks, config.seeds, goal=config.goal, task_files=[str(f) for f in config.task_files]
+    )
     by_scope: dict[str, list[Task]] = {}
     for task in tasks:
         by_scope.setdefault(task.scope, []).append(task)

@@ -75,6 +75,8 @@ class PolicyFactory:
             from awm.webarena.policies import MiniWobScriptedPolicy
 
             check_policy_tasks("scripted", [task])
+            if task.benchmark == "sites":
+                return demonstration_policy(task)
             return MiniWobScriptedPolicy(memory=view)
         from awm.webarena.agent import LLMAgent
 
@@ -95,6 +97,34 @@ class PolicyFactory:
         )
 
 
+def demonstration_policy(task: Task) -> Policy:
+    """The scripted policy of an arena task: its instance's demonstration, replayed as one workflow
+    call with the instance's values (no model)."""
+    from awm.webarena.policies import ReplayPolicy
+
+    workflow, values = _demonstration(task)
+    return ReplayPolicy(workflow, values, scope=task.scope)
+
+
+def _demonstration(task: Task) -> tuple[Any, dict[str, str]]:
+    """An arena task's demonstration and its values; a `ConfigError` when the instance has none."""
+    from pathlib import Path
+
+    from awm.sites.templates import load_templates
+
+    files = (task.meta.get("task_kwargs") or {}).get("task_files") or []
+    template = load_templates([Path(f) for f in files])[task.task_id.removeprefix("browsergym/sites.")]
+    number = int(task.seed or 0)
+    workflow = template.demonstration(number)
+    if workflow is None:
+        train = ", ".join(str(n) for n in template.numbers("train"))
+        raise ConfigError(
+            f"policy 'scripted' replays an arena task's demonstration, and {task.key} has none "
+            f"(the train instances have one: {train})"
+        )
+    return workflow, template.values(number)
+
+
 def check_policy_tasks(kind: PolicyKind, tasks: list[Task]) -> None:
     """Fail before any browser starts when the scripted policy cannot solve a task of the stream."""
     if kind != "scripted":
@@ -102,6 +132,9 @@ def check_policy_tasks(kind: PolicyKind, tasks: list[Task]) -> None:
     from awm.webarena.policies import MiniWobScriptedPolicy
 
     for task in tasks:
+        if task.benchmark == "sites":
+            _demonstration(task)
+            continue
         name = task.task_id.rsplit(".", 1)[-1]
         if task.benchmark != "miniwob" or name not in MiniWobScriptedPolicy.TASKS:
             raise ConfigError(

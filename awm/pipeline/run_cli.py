@@ -51,6 +51,16 @@ def run_command(
             "awm serve's live page, which starts runs this way).",
         ),
     ] = "terminal",
+    secret: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--secret",
+            metavar="NAME=ENV_VAR",
+            help="With --url: a secret the agent may type into a password field, e.g. password=SHOP_PASSWORD "
+            "(the value is read from that environment variable; the model writes {password}; no record holds "
+            "the value); repeat for more.",
+        ),
+    ] = None,
     allow_host: Annotated[
         list[str] | None,
         typer.Option(
@@ -60,7 +70,12 @@ def run_command(
         ),
     ] = None,
     benchmark: Annotated[
-        str | None, typer.Option(help="miniwob | webarena | browsergym (full task ids). Default: miniwob.")
+        str | None,
+        typer.Option(help="miniwob | sites (the arena: SITE.TEMPLATE#N) | webarena | browsergym (full task ids). Default: miniwob."),
+    ] = None,
+    task_file: Annotated[
+        list[Path] | None,
+        typer.Option("--task-file", help="With --benchmark sites: a task file of your own (TOML); repeat for more.", dir_okay=False),
     ] = None,
     seeds: Annotated[
         str | None, typer.Option(help="Seeds, e.g. 0-4 or 0,3 (default: 0 for MiniWoB, none for WebArena).")
@@ -80,7 +95,8 @@ def run_command(
         int, typer.Option("--k", min=1, help="Workflows to retrieve with --memory-mode topk.")
     ] = 3,
     policy: Annotated[
-        str, typer.Option(help="llm | scripted (MiniWoB click-test, click-button, enter-text, login-user).")
+        str,
+        typer.Option(help="llm | scripted (MiniWoB click-test, click-button, enter-text, login-user; an arena task's demonstration)."),
     ] = "llm",
     backend: Annotated[
         str | None, typer.Option(help="LLM backend: local | openai | anthropic (default: from settings).")
@@ -126,6 +142,8 @@ def run_command(
 
     Example: awm run --benchmark miniwob --tasks click-test,login-user --seeds 0-4 --workers 2
 
+    Example: awm run --benchmark sites --tasks trac.ticket-priority#2,shop   (the arena; `awm sites tasks`)
+
     Example: awm run --url https://example.com/ --goal "Find the contact email and tell me" --confirm
     """
     from rich.console import Console
@@ -146,7 +164,9 @@ def run_command(
     if live == (tasks is not None):
         raise ConfigError("give either --tasks (benchmark tasks) or --url with --goal (a live page)")
     if not live:
-        for flag, value in (("--goal", goal), ("--confirm", confirm or None), ("--allow-host", allow_host)):
+        for flag, value in (
+            ("--goal", goal), ("--confirm", confirm or None), ("--allow-host", allow_host), ("--secret", secret)
+        ):
             if value:
                 raise ConfigError(f"{flag} goes with --url (a live page)")
     elif benchmark is not None:
@@ -173,19 +193,22 @@ def run_command(
     settings = load_settings(config, overrides=overrides)
     seed_list = parse_seeds(seeds) if seeds is not None else None
     run_name = name or ("live" if live else f"{benchmark}-{policy}")
+    from awm.files import default_run_dir
+
     run_dir = out or default_run_dir(run_name, settings.runs_dir)
     if live:
         assert url is not None
         settings, max_steps = live_settings(
             settings, url, allow_hosts=allow_host or [], confirm=confirm_with if confirm else None,
             max_steps=max_steps, run_dir=run_dir,
-            policy=policy, workers=workers,
+            policy=policy, workers=workers, secrets=secret or [],
         )  # fmt: skip
         task_names = [url]
     else:
         assert tasks is not None
         task_names = split_names(tasks)
-    task_list = resolve_tasks(benchmark, task_names, seed_list, goal=goal or "")
+    files = [str(f) for f in task_file or []]
+    task_list = resolve_tasks(benchmark, task_names, seed_list, goal=goal or "", task_files=files)
     if needs_webarena(task_list):
         prepare_webarena_env(config)
         if importlib.util.find_spec("browsergym.webarena") is None:
@@ -199,6 +222,7 @@ def run_command(
             "name": run_name,
             "benchmark": benchmark,
             "tasks": task_names,
+            "task_files": files,
             "goal": goal or "",
             "seeds": seed_list,
             "max_steps": max_steps or 10,
@@ -239,14 +263,17 @@ def live_settings(
     run_dir: Path,
     policy: str,
     workers: int,
+    secrets: list[str] | None = None,
 ) -> tuple[Settings, int]:
     """The settings of a live run and its step budget; the URL is checked here, before any browser.
 
     `--max-steps` may lower the live budget (`[browser.rails] max_steps`), never raise it; a refused URL
     is a `RailsError` with the reason, exactly what `awm rails check` says. `confirm` names who answers
-    the gate (terminal or app); None keeps `[browser.rails] confirm`.
+    the gate (terminal or app); None keeps `[browser.rails] confirm`. `secrets` are `NAME=ENV_VAR` pairs
+    (`--secret`), checked here (the variable must be set) and added to `[browser.rails] secrets`.
     """
     from awm.rails import RailsError, check_url
+    from awm.secrets import secrets_from_env
 
     if policy != "llm":
         raise ConfigError("--url needs --policy llm (the scripted policies know only their MiniWoB tasks)")
@@ -263,8 +290,11 @@ def live_settings(
             f"--max-steps {max_steps} is above the live-run step budget {budget} "
             "([browser.rails] max_steps, itself at most 50): a live run may only lower it"
         )
+    named = {pair.partition("=")[0].strip(): pair.partition("=")[2].strip() for pair in secrets or []}
+    secrets_from_env(secrets or [])  # a malformed pair or an unset variable stops the run here
     updated = rails.model_copy(
         update={
+            "secrets": {**rails.secrets, **named},
             "allow_hosts": hosts,
             "confirm": confirm or rails.confirm,
             "confirm_dir": Path(run_dir) / "confirm",
@@ -272,13 +302,6 @@ def live_settings(
     )
     browser = settings.browser.model_copy(update={"rails": updated})
     return settings.model_copy(update={"browser": browser}), max_steps or budget
-
-
-def default_run_dir(name: str, runs_dir: Path) -> Path:
-    """`runs/<time>-<name>`: readable, sorted by time."""
-    from datetime import datetime
-
-    return Path(runs_dir) / f"{datetime.now().strftime('%Y%m%d-%H%M%S')}-{name}"
 
 
 def validate_memory(memory: str, settings: Settings) -> None:

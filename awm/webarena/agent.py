@@ -22,7 +22,7 @@ from awm.errors import ConfigError
 from awm.llm.base import ChatRequest, LLMClient
 from awm.tokens import TokenCounter, fit_prompt
 from awm.webarena import prompts
-from awm.webarena.env import PageState, is_live
+from awm.webarena.env import PageState, agent_ends, is_live
 from awm.webarena.fingerprint import ControlState
 from awm.webarena.goal_progress import guidance
 from awm.webarena.harness import Decision, DecisionContext, finish_action, page_targets
@@ -63,7 +63,7 @@ def without_spent_choices(
     page_text: str,
     fingerprint: str,
     *,
-    live: bool = False,
+    ends_itself: bool = False,
 ) -> dict[str, list[str]]:
     """Per-action ids minus the choices that cannot move the task on; the grammar offers the rest.
 
@@ -80,7 +80,8 @@ def without_spent_choices(
     the development split before this rule: 58 of 131 failed episodes ended at the loop stop, most of
     them one click repeated, and navigate-tree toggled a folder open and shut (A-B-A-B) until it.
 
-    On a `live` page also every click already made on this page since its last fill, select or check:
+    Where the agent ends the task itself (`ends_itself`: a live page, an arena site) also every click
+    already made on this page since its last fill, select or check:
     measured on ten small pages, the model clicked the button that had just worked again and again (the
     mug added to the cart ten times, the open tab clicked until the loop stop), and with only the last
     click taken away it went back and forth between two tabs; with those clicks spent it finishes or
@@ -94,7 +95,7 @@ def without_spent_choices(
     last = _target(history[-1]) if history else None
     if last is not None and ACTION_SETS["browser"][last[0]].sets_state:
         drop(*last)
-    if live and history:
+    if ends_itself and history:
         # A click already made on this page (same URL) since the last state-setting action is spent: a
         # button clicked before a field was filled (Add, Search) is offered again once it was filled.
         url = history[-1].url
@@ -271,7 +272,7 @@ class LLMAgent:
         page = ctx.page
         goal = page.goal or ctx.task.goal
         names = prompts.action_names_for(ctx.task, goal)
-        live = is_live(ctx.task)
+        ending = agent_ends(ctx.task)
         workflows = self._workflows_for(goal)
         callables = self._callables_for(goal)
         shown_calls = {w.name: call_text(callables[w.name]) for w in workflows if w.name in callables}
@@ -282,7 +283,7 @@ class LLMAgent:
         thought = self.thought or bool(shown_calls)
         parts = prompts.build_parts(
             system=prompts.system_text(
-                names, workflows=bool(shown_calls), ending=live, target_first=self.target_first, thought=thought
+                names, workflows=bool(shown_calls), ending=ending, target_first=self.target_first, thought=thought
             ),
             memory=prompts.memory_texts(workflows, goal, shown_calls),
             goal=goal,
@@ -314,7 +315,7 @@ class LLMAgent:
             ids_for = None
             if self.role_aware:
                 ids_for = without_spent_choices(
-                    page_targets(page).ids_for, page.ids, ctx.history, page.text, page.fingerprint, live=live
+                    page_targets(page).ids_for, page.ids, ctx.history, page.text, page.fingerprint, ends_itself=ending
                 )
                 ids_for = without_disabled(without_undoing_clicks(ids_for, page), page)
                 # A text field or a slider is filled, not clicked: measured, the model clicked the 'to:'
@@ -337,7 +338,7 @@ class LLMAgent:
             kept = {w.name for w in workflows[: fitted.memory_kept]}
             offered = catalog({n: c for n, c in callables.items() if n in kept and n in shown_calls})
             grammar_names = names
-            if live and not ctx.history and names is not None:
+            if ending and not ctx.history and names is not None:
                 # Not on the first step: measured, the model gave up on a question page before looking.
                 grammar_names = [n for n in names if n != "report_infeasible"]
             unspent_names = grammar_names

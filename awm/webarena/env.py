@@ -31,7 +31,9 @@ from awm.gate import DenyGate, FolderGate, Gate, TerminalGate
 from awm.goal_values import asks_to_select_text
 from awm.proctree import descendants, kill_pids
 from awm.rails import RailsError
+from awm.secrets import Secrets, secrets_from_env
 from awm.trajectory import TargetDesc, Task
+from awm.webarena.dom import PageDom, parse_dom
 from awm.webarena.fingerprint import PageSnapshot, snapshot_page
 from awm.webarena.guard import LiveRails
 from awm.webarena.observation import build_observation, page_html
@@ -57,9 +59,10 @@ class PageState(BaseModel):
     # encoding costs ~30 ms a page, most of a step's time outside the model, and is wasted unless recorded.
     screenshot: Any = Field(default=None, exclude=True, repr=False)
     snapshot: PageSnapshot | None = Field(default=None, exclude=True, repr=False)
-    # BrowserGym's DOM snapshot and extra element properties of this page (None: `[browser] pages` off);
-    # written out as HTML only when asked (`html`), like the screenshot.
-    dom: tuple[Any, Any] | None = Field(default=None, exclude=True, repr=False)
+    # The page's DOM snapshot (decoded once, `awm.webarena.dom`) and BrowserGym's extra element properties
+    # (None: `[browser] pages` off); written out as HTML only when asked (`html`), like the screenshot.
+    dom: tuple[PageDom, Any] | None = Field(default=None, exclude=True, repr=False)
+    secrets: Secrets = Field(default_factory=Secrets, exclude=True, repr=False)  # redacted from `html`
     _png: bytes | None = PrivateAttr(default=None)
     _html: str | None = PrivateAttr(default=None)
 
@@ -83,7 +86,7 @@ class PageState(BaseModel):
         first call and kept; None without a DOM snapshot."""
         if self._html is None and self.dom is not None:
             try:
-                self._html = page_html(*self.dom) or None
+                self._html = self.secrets.redact(page_html(*self.dom)) or None
             except Exception:  # a page snapshot is a record, like the screenshot; never fail a step for it
                 logger.debug("page snapshot conversion failed", exc_info=True)
         return self._html
@@ -175,6 +178,12 @@ def is_live(task: Task) -> bool:
     return task.benchmark == LIVE_BENCHMARK
 
 
+def agent_ends(task: Task) -> bool:
+    """Whether the agent must end the episode itself: a live page has no reward at all, and an arena
+    task is judged when the agent answers or gives up (a check of the site's state may end it earlier)."""
+    return task.benchmark in (LIVE_BENCHMARK, "sites")
+
+
 def resolve_env_id(task: Task) -> tuple[str, dict[str, Any]]:
     """`miniwob.click-test` or `browsergym/miniwob.click-test` -> the gym id, plus `task.meta["task_kwargs"]`."""
     if is_live(task):
@@ -194,7 +203,8 @@ def _import_benchmark(env_id: str) -> None:
     family = env_id.removeprefix("browsergym/").split(".", 1)[0]
     module = {"miniwob": "browsergym.miniwob", "webarena": "browsergym.webarena",
               "visualwebarena": "browsergym.visualwebarena", "workarena": "browsergym.workarena",
-              "assistantbench": "browsergym.assistantbench", "weblinx": "browsergym.weblinx"}.get(family)  # fmt: skip
+              "assistantbench": "browsergym.assistantbench", "weblinx": "browsergym.weblinx",
+              "sites": "awm.sites.task"}.get(family)  # fmt: skip
     import browsergym.core  # noqa: F401  (registers browsergym/openended)
 
     if module:
@@ -285,6 +295,9 @@ class BrowserSession:
         self.config = config or BrowserSettings()
         self.gate = gate
         self.rails: LiveRails | None = None
+        # Values the executor may type for `{name}` placeholders and every record redacts (`awm.secrets`):
+        # an arena task's login password, taken from the task after each reset.
+        self.secrets = Secrets()
         self.reward: float = 0.0
         self.done: bool = False
         self.info: dict[str, Any] = {}
@@ -331,6 +344,10 @@ class BrowserSession:
 
         _quiet_override_warnings()
         _import_benchmark(env_id)
+        if task_kwargs.get("task_files"):  # an arena task from a researcher's own task file
+            from awm.sites.task import register_task_files
+
+            register_task_files([str(f) for f in task_kwargs["task_files"]])
         try:
             registered = gym.make(env_id, task_kwargs=task_kwargs) if task_kwargs else gym.make(env_id)
         except gym.error.Error as exc:
@@ -371,7 +388,8 @@ class BrowserSession:
         self.rails = None
         if live:  # before any browser starts: a refused URL is a RailsError naming the reason
             start_url = str(task_kwargs.get("start_url", ""))
-            self.rails = LiveRails(start_url, self.config.rails, self._gate())
+            secrets = Secrets(secrets_from_env(self.config.rails.secrets))
+            self.rails = LiveRails(start_url, self.config.rails, self._gate(), secrets=secrets)
         key = (env_id, repr(sorted(task_kwargs.items())), str(live))
         if self._broken or self._env_key != key:
             self._drop_env()
@@ -384,6 +402,7 @@ class BrowserSession:
         try:
             with _Watchdog(self.config.call_timeout_s, lambda: browser_pids() - before) as dog:
                 obs, info = self._env.reset(seed=task.seed)
+                self._restore_viewport()
         except (ConfigError, SetupError, RailsError):
             raise
         except Exception as exc:
@@ -397,6 +416,8 @@ class BrowserSession:
             self._broken = True
             raise EnvCrashError(f"reset of {task.key} hung for {self.config.call_timeout_s:.0f} s")
         self._pids = browser_pids() - before
+        task_secrets = getattr(getattr(self._env, "task", None), "secrets", None)
+        self.secrets = self.rails.secrets if self.rails else Secrets(task_secrets() if callable(task_secrets) else None)
         self.info = dict(info)
         self._set_obs(obs)
         self._goal = str(obs.get("goal", ""))
@@ -434,21 +455,61 @@ class BrowserSession:
             raise EnvCrashError(self._hung(what))
         return result
 
+    def _restore_viewport(self) -> None:
+        """Put the page back at the configured viewport after BrowserGym's screenshot.
+
+        Why: BrowserGym takes each observation's screenshot on a DevTools session of its own, overriding
+        the device metrics and detaching; with this Chromium the detach drops Playwright's viewport too,
+        and the page is laid out at the headless window's 780 x 493 until the next navigation (measured:
+        `innerWidth` 1280 before the observation, 780 after; a real site's navigation bar then folds its
+        search box and login link away). Resizing by a pixel and back makes Playwright apply it again.
+        """
+        size = self.config.viewport
+        page = self._env.page if self._env is not None else None
+        if not size or page is None:
+            return
+        with contextlib.suppress(Exception):  # a closed or navigating page keeps what it has
+            page.set_viewport_size({"width": size[0], "height": size[1] + 1})
+            page.set_viewport_size({"width": size[0], "height": size[1]})
+
     def _hung(self, what: str) -> str:
         return f"{what} hung for more than {self.config.call_timeout_s:.0f} s; the browser was killed"
 
     def step_rendered(self, action_str: str) -> str:
         """Execute an already rendered action string through BrowserGym; returns its last_action_error."""
         obs, reward, terminated, truncated, info = self._guarded("step", lambda: self._env.step(action_str))
+        self._restore_viewport()
         self._set_obs(obs)
         self.reward = float(reward)
         self.done = bool(terminated or truncated)
         self.info = dict(info)
-        error = str(obs.get("last_action_error") or "")
+        error = self.secrets.redact(str(obs.get("last_action_error") or ""))
         if error and looks_like_crash(error):
             self._broken = True
             raise EnvCrashError(f"the browser died during the action: {_first_line(error)}")
         return error
+
+    def validate_at_end(self) -> None:
+        """For a task that asks to be judged on the page the episode ended on (`validate_at_end`, the
+        arena's): let the network go quiet (a request the last action started gets its answer), then ask
+        its check once more. Why: the check after each step runs `pre_observation_delay` after the
+        action, and a form posted to a busy server may not have answered by then (seen on the shop: a
+        replay's last click counted as failed while its page was still loading)."""
+        task = getattr(self._env, "task", None) if self._env is not None else None
+        if self.done or not getattr(task, "validate_at_end", False) or self._broken:
+            return
+
+        def check() -> tuple[float, bool, str, dict]:
+            with contextlib.suppress(Exception):  # a page that never goes quiet is checked as it is
+                self._env.page.wait_for_load_state("networkidle", timeout=5_000)
+            return task.validate(self._env.page, self._env.chat.messages)
+
+        try:
+            reward, done, _, info = self._guarded("final check", check)
+        except EnvCrashError:
+            return
+        self.reward, self.done = float(reward), bool(done) or self.done
+        self.info = {**self.info, "task_info": info}
 
     def execute(self, action: Action) -> ExecResult:
         """Pre-check the target, execute the rendered action, classify what happened (see executor)."""
@@ -460,27 +521,32 @@ class BrowserSession:
         """The page after the last reset/step, or a freshly extracted one if that was already observed."""
         if not self._obs_fresh or self._obs is None:
             obs = self._guarded("observe", lambda: self._env._get_obs())
+            self._restore_viewport()
             self._set_obs(obs)
         self._obs_fresh = False
         return self._page_state(self._obs)
 
     def _page_state(self, obs: dict[str, Any]) -> PageState:
+        dom = parse_dom(obs.get("dom_object"))  # once: the observation's hints and figures, the page's HTML
         built = build_observation(
             obs.get("axtree_object") or {},
             obs.get("extra_element_properties") or {},
-            dom_snapshot=obs.get("dom_object"),
+            dom=dom,
             focused_bid=str(obs.get("focused_element_bid") or ""),
             token_budget=self.config.obs_token_budget,
+            prune=self.config.obs_prune,
             text_ids=asks_to_select_text(self._goal),
         )
         url = str(obs.get("url", ""))
         snapshot = snapshot_page(url, built)
         shot = obs.get("screenshot") if self.config.screenshots else None
-        dom = (obs.get("dom_object"), obs.get("extra_element_properties")) if self.config.pages else None
+        page = (dom, obs.get("extra_element_properties")) if self.config.pages and dom is not None else None
+        redact = self.secrets.redact  # a page that shows a typed secret back shows its placeholder
         return PageState(
-            text=built.text, ids=built.ids, elements=built.elements, url=url, goal=self._goal,
-            fingerprint=snapshot.digest(), last_action_error=sanitize_text(obs.get("last_action_error"), 400),
-            screenshot=shot, snapshot=snapshot, dom=dom if dom and dom[0] else None,
+            text=redact(built.text), ids=built.ids, elements=built.elements, url=redact(url), goal=self._goal,
+            fingerprint=snapshot.digest(),
+            last_action_error=redact(sanitize_text(obs.get("last_action_error"), 400)),
+            screenshot=shot, snapshot=snapshot, dom=page, secrets=self.secrets,
         )  # fmt: skip
 
     def mark_broken(self) -> None:

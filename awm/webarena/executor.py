@@ -10,13 +10,16 @@ failure class the model can act on.
 from __future__ import annotations
 
 import calendar
+import contextlib
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, Protocol
 
 from awm.actions import ACTION_SETS, Action, render_action
 from awm.gate import ControlInfo
+from awm.secrets import Secrets
 from awm.trajectory import Approval, StepOutcome
 from awm.webarena.datepicker import MAX_MONTHS, date_asked, day_link, month_link, months_between, shown_month
 from awm.webarena.field_values import field_value
@@ -41,6 +44,7 @@ DISMISS_WORDS = re.compile(
     r"^\W*(close|accept|accept all|dismiss|ok|okay|got it|×|✕|✖|x|no thanks)\W*$", re.IGNORECASE
 )
 _CHECK_TIMEOUT_MS = 1000
+ERROR_PAGE = "chrome-error://"  # where Chromium shows a navigation it could not complete
 
 # Runs in the target's frame: what the pre-check needs to know about the element, in one round trip.
 _INSPECT_JS = r"""
@@ -70,7 +74,7 @@ _INSPECT_JS = r"""
     placeholder: attr('placeholder'),
     aria_label: attr('aria-label'),
     label: label.trim().slice(0, 200),
-    text: ((ftag === 'input' ? f.value : (e.innerText || e.textContent)) || '').trim().slice(0, 200),
+    text: ((ftag === 'input' ? (attr('type').toLowerCase() === 'password' ? '' : f.value) : (e.innerText || e.textContent)) || '').trim().slice(0, 200),
     in_form: !!form,
     submits: submits,
     visible: visible,
@@ -160,6 +164,30 @@ def read_control(page: Any, bid: str) -> ControlInfo | None:
         return control_of(_inspect(locator))
     except Exception:  # detached: the check right before the action reads it again
         return None
+
+
+def _review(
+    session: BrowserSession, action: Action, target: _Target | None, what: str
+) -> tuple[ExecResult | None, Approval | None]:
+    """The rails' review of `action` right before it runs, on a live run: (the `denied` result when a person
+    said no, else None; the gate's approval when one was asked, else None). `what` names the action in
+    the denial the model reads ("the drag"). The rails read `target`, the control the pre-check read, or
+    for an element with no pre-check (a calendar's own links) the control as it is now. A benchmark run
+    has no rails: nothing is reviewed and the page is not read again.
+    """
+    rails = getattr(session, "rails", None)
+    if rails is None:
+        return None, None
+    bid = action.target_id
+    control = control_of(target) if target is not None else read_control(session.page, bid) if bid else None
+    approval = rails.review(action, control, session.page)
+    if approval is None or approval.approved:
+        return None, approval
+    error = (
+        f"a person must approve {what} ({approval.reason}) and it was denied "
+        f"(answered by {approval.approver}); do not try it again"
+    )
+    return ExecResult(outcome="denied", approval=approval, error=error), approval
 
 
 def _describe(bid: str, target: _Target | None = None) -> str:
@@ -278,6 +306,13 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
             )
     if action.name == "fill":
         value = str(action.args.get("value", ""))
+        secrets = getattr(session, "secrets", None)
+        if secrets:
+            refused, typed = _secret_fill(action, bid, value, secrets, target)
+            if refused is not None:
+                return _Prepared([], refused, target=target)
+            if typed is not None:
+                return _Prepared([typed], note=f"typed the secret {value.strip()}", target=target)
         if target.tag not in ("input", "textarea", "select") or target.type == "range":
             slider = read_slider(locator) if not target.editable else None
             if slider is not None:
@@ -307,6 +342,28 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
     return _Prepared([action], note=note, target=target)
 
 
+def _secret_fill(
+    action: Action, bid: str, value: str, secrets: Secrets, target: _Target
+) -> tuple[ExecResult | None, Action | None]:
+    """A fill on a run with named secrets (`awm.secrets`): (why it is refused, None), (None, the fill
+    with the secret's value) or (None, None) for an ordinary fill. A password field takes only a
+    secret's placeholder; a secret goes into a password field only (a text field would show it on the
+    page and in every screenshot)."""
+    name = secrets.named(value)
+    password = target.type == "password"  # the field itself, or the control its <label> fills
+    what = _describe(bid, target=target)
+    if password and name is None:
+        names = ", ".join("{" + n + "}" for n in secrets.names)
+        error = f"{what} is a password field: fill it with a named secret ({names}), not a typed value"
+        return ExecResult(outcome="action_error", error=error), None
+    if name is None:
+        return None, None
+    if not password:
+        error = f"{{{name}}} is a secret: it goes into a password field, and {what} is not one"
+        return ExecResult(outcome="action_error", error=error), None
+    return None, Action(name="fill", args={**action.args, "value": secrets.value_of(name)})
+
+
 def execute_action(session: BrowserSession, action: Action) -> ExecResult:
     """Pre-check, execute through BrowserGym, dismiss an intercepting overlay once, classify the result."""
 
@@ -331,24 +388,33 @@ def execute_action(session: BrowserSession, action: Action) -> ExecResult:
     if action.name == "drag":
         return _drag(session, action, prepared.target)
     actions, note, approval = prepared.actions, prepared.note, None
-    rails = getattr(session, "rails", None)
-    if rails is not None:  # a live run: field refusals, an off-site goto, the gate (raises RailsRefusal)
-        control = control_of(prepared.target) if prepared.target is not None else None
-        for planned in actions:
-            approval = rails.review(planned, control, session.page) or approval
-            if approval is not None and not approval.approved:
-                return ExecResult(
-                    outcome="denied", approval=approval,
-                    error=f"a person must approve this action ({approval.reason}) and it was denied "
-                    f"(answered by {approval.approver}); do not try it again",
-                )  # fmt: skip
+    for planned in actions:  # a live run: field refusals, an off-site goto (RailsRefusal), the gate
+        denied, asked = _review(session, planned, prepared.target, "this action")
+        if denied is not None:
+            return denied
+        approval = asked or approval
     rendered = "\n".join(render_action(a) for a in actions)
-    error = session.step_rendered(rendered)
+    with _navigations(session.page) as loads:
+        error = session.step_rendered(rendered)
     if error and "intercepts pointer events" in error:
         dismissed = dismiss_overlay(session.page)
         if dismissed:
             note = f"an overlay intercepted the click; dismissed it with '{dismissed}' and retried"
             error = session.step_rendered(rendered)
+    if error and "timeout" in error.lower() and loads:
+        # BrowserGym's actions give Playwright 500 ms, which includes waiting for the page load a click or
+        # an Enter starts: on a real site that load often takes longer. The action was delivered and a new
+        # page came (a retry would act on that page); it is no failure.
+        error, note = "", (note + "; " if note else "") + "the page loaded a new document (it took over 500 ms)"
+    if any(url.startswith(ERROR_PAGE) for url in loads) and getattr(session, "rails", None) is None:
+        # The browser could not open what the action led to (a link off an arena site, whose requests are
+        # blocked, or a dead link) and shows its error page, where nothing can be done: go back and say so.
+        session.step_rendered("go_back()")
+        return ExecResult(
+            outcome="action_error", note=note, approval=approval,
+            error="the page it leads to could not be opened (it is off this site or does not answer); "
+            "the browser went back to the page you were on",
+        )  # fmt: skip
     if not error:
         return ExecResult(outcome="ok", note=note, approval=approval)
     outcome, transient = classify_error(error)
@@ -357,25 +423,41 @@ def execute_action(session: BrowserSession, action: Action) -> ExecResult:
     )
 
 
+@contextlib.contextmanager
+def _navigations(page: Any) -> Iterator[list[str]]:
+    """The URLs the page's main frame loaded while the block ran (Playwright's own events: nothing is
+    asked of the page, so a hung page costs nothing here)."""
+    loads: list[str] = []
+
+    def loaded(frame: Any) -> None:
+        if frame.parent_frame is None:
+            loads.append(str(frame.url))
+
+    try:
+        page.on("framenavigated", loaded)
+    except Exception:  # no page to listen to: nothing to report
+        yield loads
+        return
+    try:
+        yield loads
+    finally:
+        with contextlib.suppress(Exception):
+            page.remove_listener("framenavigated", loaded)
+
+
 def _pick_date(session: BrowserSession, action: Action, wanted: date, target: _Target | None) -> ExecResult:
     """Pick `wanted` in the calendar a read-only date field opens: click the field, page the calendar
     month by month (reading the month it shows after each click), click the day, read the field back.
     Each click goes through BrowserGym and, on a live run, the rails' review, as the model's own do."""
     bid = action.target_id or ""
-    rails = getattr(session, "rails", None)
     clicks = 0
 
     def click(element: str) -> ExecResult | None:
         nonlocal clicks
         planned = Action(name="click", args={"bid": element})
-        if rails is not None:
-            approval = rails.review(planned, read_control(session.page, element), session.page)
-            if approval is not None and not approval.approved:
-                return ExecResult(
-                    outcome="denied",
-                    approval=approval,
-                    error=f"a person denied a click in the calendar ({approval.reason})",
-                )
+        denied, _ = _review(session, planned, None, "a click in the calendar")
+        if denied is not None:
+            return denied
         error = session.step_rendered(render_action(planned))
         clicks += 1
         if error:
@@ -384,14 +466,10 @@ def _pick_date(session: BrowserSession, action: Action, wanted: date, target: _T
         return None
 
     asked = f"{wanted:%m/%d/%Y}"
-    if rails is not None:  # the fill itself first: a field the rails refuse is refused here too
-        approval = rails.review(action, control_of(target) if target else None, session.page)
-        if approval is not None and not approval.approved:
-            return ExecResult(
-                outcome="denied",
-                approval=approval,
-                error=f"a person denied filling [{bid}] ({approval.reason})",
-            )
+    # The fill itself first: a field the rails refuse is refused here too.
+    denied, _ = _review(session, action, target, f"filling [{bid}]")
+    if denied is not None:
+        return denied
     failed = click(bid)
     if failed is not None:
         return failed
@@ -458,11 +536,9 @@ def _mouse_drag(
     """BrowserGym's own `mouse_drag_and_drop` from `start` to `end`, after the rails' review of `action`:
     (the failure, None when it went through; the gate's approval, if one was needed). Why BrowserGym's:
     the page sees the mouse events a person makes."""
-    rails = getattr(session, "rails", None)
-    approval = rails.review(action, control_of(target) if target else None, session.page) if rails else None
-    if approval is not None and not approval.approved:
-        denied = f"a person denied the drag ({approval.reason})"
-        return ExecResult(outcome="denied", approval=approval, error=denied), approval
+    denied, approval = _review(session, action, target, "the drag")
+    if denied is not None:
+        return denied, approval
     (x0, y0), (x1, y1) = start, end
     error = session.step_rendered(f"mouse_drag_and_drop({x0:.1f}, {y0:.1f}, {x1:.1f}, {y1:.1f})")
     if error:
@@ -534,19 +610,13 @@ def _move_slider(
     goal = target_value(str(action.args.get("value", "")))
     assert goal is not None and slider.value is not None, "checked by _prepare"
     start, now, step, pressed = slider.value, slider.value, 1.0, 0
-    rails = getattr(session, "rails", None)
-    control = control_of(target) if target is not None else None
     for _ in range(ROUNDS):
         planned = presses(slider.handle, goal - now, step)
         if not planned:
             break
-        approval = rails.review(planned[0], control, session.page) if rails is not None else None
-        if approval is not None and not approval.approved:
-            return ExecResult(
-                outcome="denied",
-                approval=approval,
-                error=f"a person denied moving the slider ({approval.reason})",
-            )
+        denied, _ = _review(session, planned[0], target, "moving the slider")
+        if denied is not None:
+            return denied
         error = session.step_rendered("\n".join(render_action(a) for a in planned))
         if error:
             outcome, transient = classify_error(error)

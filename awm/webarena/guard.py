@@ -31,6 +31,7 @@ from awm.rails import (
     field_refusal,
     same_site,
 )
+from awm.secrets import Secrets
 from awm.trajectory import Approval
 from awm.webarena.outcomes import RailsRefusal
 from awm.webarena.sanitize import sanitize_text
@@ -117,7 +118,13 @@ class LiveRails:
     """Everything the rails hold for one live episode: the site entered, the guard, the gate, the limits."""
 
     def __init__(
-        self, start_url: str, settings: RailsSettings, gate: Gate, *, resolve: Resolver = default_resolver
+        self,
+        start_url: str,
+        settings: RailsSettings,
+        gate: Gate,
+        *,
+        resolve: Resolver = default_resolver,
+        secrets: Secrets | None = None,
     ) -> None:
         verdict = check_url(start_url, allow_hosts=settings.allow_hosts, resolve=resolve)
         if not verdict.allowed:
@@ -127,6 +134,7 @@ class LiveRails:
         self.gate = gate
         self.site = verdict.registrable_domain
         self.guard = RouteGuard(host_literal(verdict.host), allow_hosts=settings.allow_hosts, resolve=resolve)
+        self.secrets = secrets or Secrets()  # what a password field may take (`awm.secrets`)
         self.approvals: list[Approval] = []
         self._answers: dict[str, Approval] = {}  # this step's answers (a retry is not asked again)
 
@@ -170,6 +178,9 @@ class LiveRails:
         """Why the rails never let `action` put a value into this field (password, payment terms)."""
         if action.name not in FILL_ACTIONS or control is None:
             return None
+        value = str(action.args.get("value", ""))
+        if control.type.strip().lower() == "password" and (self.secrets.named(value) or self.secrets.is_value(value)):
+            return None  # a named secret, typed by the executor (the model chose its placeholder)
         reason = field_refusal(control)
         return f"refused to fill {control.describe()}: {reason}" if reason else None
 

@@ -23,6 +23,7 @@ from awm.gate import ControlInfo
 from awm.grounding.executor import ExecutorConfig
 from awm.memory.view import MemoryView
 from awm.rails import RailsError
+from awm.secrets import Secrets
 from awm.trajectory import EpisodeEnd, Step, StepOutcome, Task, Trajectory
 from awm.webarena.env import BrowserSession, PageState, is_live
 from awm.webarena.executor import read_control
@@ -167,13 +168,16 @@ class EpisodeOver(Exception):
         self.end = end
 
 
-def _max_steps(task: Task, config: HarnessConfig, session: BrowserSession) -> int:
+def _max_steps(task: Task, config: HarnessConfig, session: BrowserSession, policy: Policy) -> int:
     override = task.meta.get("max_steps")
     steps = (
         int(override)
         if isinstance(override, int | float | str) and str(override).isdigit()
         else config.max_steps
     )
+    own = getattr(policy, "max_steps", None)  # a policy that knows it has only so much to do (a replay)
+    if isinstance(own, int):
+        steps = min(steps, own)
     if session.rails is not None:  # a live run's hard budget: nothing asked for raises it
         steps = min(steps, session.rails.settings.max_steps)
     return steps
@@ -360,10 +364,10 @@ def run_episode(
     callables = callable_workflows(view, trajectory.task.goal)
 
     def record_sub(sub: Step, shown: PageState | None) -> None:
-        _record(trajectory, sub, shown, on_step)
+        _record(trajectory, sub, shown, on_step, session.secrets)
 
     time_limit = _time_limit(config, session)
-    for _turn in range(_max_steps(task, config, session)):  # model steps; a workflow's sub-steps do not count
+    for _turn in range(_max_steps(task, config, session, policy)):  # model steps; a workflow's sub-steps do not count
         if time.monotonic() - started > time_limit:
             end = "timeout"
             break
@@ -389,7 +393,7 @@ def run_episode(
             end = "env_error"
             break
         finally:
-            _record(trajectory, step, shown, on_step)
+            _record(trajectory, step, shown, on_step, session.secrets)
     return _finish(trajectory, end, session, started)
 
 
@@ -529,7 +533,15 @@ def _call_workflow(
     return ExecResult(outcome="action_error", error=f"{ran}; continue with single actions")
 
 
-def _record(trajectory: Trajectory, step: Step, page: PageState | None, on_step: StepCallback | None) -> None:
+def _record(
+    trajectory: Trajectory,
+    step: Step,
+    page: PageState | None,
+    on_step: StepCallback | None,
+    secrets: Secrets | None = None,
+) -> None:
+    if secrets:  # a value typed for a `{name}` placeholder is recorded as the placeholder, everywhere
+        step = secrets.redact_model(step)
     trajectory.steps.append(step)
     if len(trajectory.steps) > 1 and trajectory.steps[-2].index > step.index:
         # a model step is recorded after the sub-steps it called (which have the higher indexes)
@@ -550,6 +562,11 @@ def _control_for(session: BrowserSession, action: Action) -> ControlInfo | None:
 
 
 def _finish(trajectory: Trajectory, end: EpisodeEnd, session: BrowserSession, started: float) -> Trajectory:
+    trajectory = _finished(trajectory, end, session, started)
+    return session.secrets.redact_model(trajectory)
+
+
+def _finished(trajectory: Trajectory, end: EpisodeEnd, session: BrowserSession, started: float) -> Trajectory:
     trajectory.end = end
     trajectory.seconds = round(time.monotonic() - started, 3)
     if is_live(trajectory.task):
@@ -557,6 +574,8 @@ def _finish(trajectory: Trajectory, end: EpisodeEnd, session: BrowserSession, st
         if session.rails is not None:  # None: the start URL was refused before a page opened
             trajectory.meta["rails"] = session.rails.record()
         return trajectory
+    if end != "env_error":
+        session.validate_at_end()
     trajectory.verdict.reward = float(session.reward) if end != "env_error" else 0.0
     raw = session.info.get("task_info", {}).get("RAW_REWARD_GLOBAL") if end != "env_error" else None
     if isinstance(raw, int | float) or hasattr(raw, "item"):

@@ -18,6 +18,7 @@ from typing import Any
 
 from awm.actions import TEXT_BLOCK_ROLE
 from awm.trajectory import TargetDesc
+from awm.webarena.dom import DomDocument, PageDom
 from awm.webarena.figures import describe, svg_figures
 from awm.webarena.sanitize import quote, sanitize_text
 
@@ -105,19 +106,17 @@ def _props(node: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def dom_hints(dom_snapshot: dict[str, Any] | None) -> dict[str, str]:
+def dom_hints(dom: PageDom | None) -> dict[str, str]:
     """bid -> a short description from DOM attributes (title, alt, data-*, inline background colour; else id/class).
 
     Why: clickable boxes without text (MiniWoB's click-color, icon buttons) have no accessible name; the
     page's own attributes are the only words that tell them apart.
     """
-    if not dom_snapshot:
+    if dom is None:
         return {}
-    strings = dom_snapshot.get("strings", [])
     hints: dict[str, str] = {}
-    for document in dom_snapshot.get("documents", []):
-        for attrs in document.get("nodes", {}).get("attributes", []):
-            pairs = {strings[attrs[i]]: strings[attrs[i + 1]] for i in range(0, len(attrs) - 1, 2)}
+    for document in dom.documents:
+        for pairs in document.attributes:
             bid = pairs.get("bid")
             if not bid:
                 continue
@@ -128,7 +127,7 @@ def dom_hints(dom_snapshot: dict[str, Any] | None) -> dict[str, str]:
             for name, value in pairs.items():
                 if name.startswith("data-") and value and len(value) <= 30 and not name.startswith("data-bs"):
                     parts.append(f"{name}={value}")
-            style = pairs.get("style", "")
+            style = pairs.get("style") or ""
             if "background" in style:
                 for decl in style.split(";"):
                     prop, _, value = decl.partition(":")
@@ -136,7 +135,7 @@ def dom_hints(dom_snapshot: dict[str, Any] | None) -> dict[str, str]:
                         parts.append(f"background={value.strip()}")
             if not parts:  # last resort: the author's own names for the element
                 parts = [
-                    f"{name}={pairs[name]}" for name in ("id", "class") if 0 < len(pairs.get(name, "")) <= 30
+                    f"{name}={pairs[name]}" for name in ("id", "class") if 0 < len(pairs.get(name) or "") <= 30
                 ]
             seen_values: set[str] = set()
             unique = []
@@ -150,6 +149,13 @@ def dom_hints(dom_snapshot: dict[str, Any] | None) -> dict[str, str]:
     return hints
 
 
+# Page regions whose words are the site's boilerplate, not the page's content: a footer ("Powered by ...",
+# copyright, "Visit the project at ..."). Their links and controls stay (a footer link may be the way
+# somewhere); their plain text is left out. Measured on the arena's pages (`scripts/bench_sites.py
+# --observe`): the one pruning that takes words a task never asks about and nothing a task acts on.
+BOILERPLATE_ROLES = frozenset({"contentinfo"})
+
+
 class _Builder:
     """Depth-first walk over the merged AXTree that emits `Line`s; one instance per observation."""
 
@@ -161,8 +167,11 @@ class _Builder:
         name_chars: int,
         figures: dict[str, str] | None = None,
         text_ids: bool = False,
+        prune: bool = True,
     ):
         self.nodes = axtree.get("nodes", [])
+        self.prune = prune  # a page footer's words are left out (`BOILERPLATE_ROLES`)
+        self.in_boilerplate = 0  # depth of boilerplate regions around the node being walked
         self.figures = figures or {}  # bid -> "small black digit" (`awm.webarena.figures`)
         self.text_ids = text_ids  # blocks of text carry their ids (`TEXT_BLOCK_ROLE`)
         self.by_id = {node["nodeId"]: node for node in self.nodes}
@@ -275,8 +284,10 @@ class _Builder:
         if not ignored and not hidden:
             if role == "StaticText":
                 text = name.strip()
-                if text and text not in covered:
-                    self.emit_text(sanitize_text(text, self.name_chars * 2), frame, offscreen)
+                if text and text not in covered and not self.in_boilerplate:
+                    shown = sanitize_text(text, self.name_chars * 2)
+                    if shown.strip():  # an icon font's glyph sanitizes to nothing: no empty line
+                        self.emit_text(shown, frame, offscreen)
                 return
             if role == "Iframe":
                 title = sanitize_text(name, self.name_chars)
@@ -315,12 +326,15 @@ class _Builder:
                         return  # native select: options are listed inline
                     if role in OPAQUE_ROLES:
                         return  # a field's children are its own value text
-            elif role in TEXT_ROLES_WITH_NAME and name.strip():
+            elif role in TEXT_ROLES_WITH_NAME and name.strip() and not self.in_boilerplate:
                 shown = sanitize_text(name, self.name_chars * 2)
                 self.emit_text(f"{role} '{shown}'", frame, offscreen)
                 covered = name
+        boilerplate = self.prune and role in BOILERPLATE_ROLES and not ignored
+        self.in_boilerplate += boilerplate
         for child in self.children(node):
             self.walk(child, frame, hidden, offscreen, covered)
+        self.in_boilerplate -= boilerplate
 
     def emit_text(self, text: str, frame: str, offscreen: bool) -> None:
         self.lines.append(Line(text=text, frame=frame, key=f"text:{text}", offscreen=offscreen, is_text=True))
@@ -507,17 +521,21 @@ def build_observation(
     axtree: dict[str, Any],
     extra_properties: dict[str, Any] | None = None,
     *,
-    dom_snapshot: dict[str, Any] | None = None,
+    dom: PageDom | None = None,
     focused_bid: str = "",
     token_budget: int = 2000,
     name_chars: int = 100,
     text_ids: bool = False,
+    prune: bool = True,
 ) -> Observation:
     """Prune BrowserGym's AXTree to lines a model can act on, sanitized and within `token_budget` tokens.
-    With `text_ids` (the goal asks to highlight text) each block of text is a line with its id."""
-    figures = describe(svg_figures(dom_snapshot))
+    `dom` is the page's DOM snapshot, decoded once (`awm.webarena.dom.parse_dom`): the words for
+    unnamed elements and SVG figures come from it. With `text_ids` (the goal asks to highlight text) each
+    block of text is a line with its id. `prune` leaves out the words of a page's footer
+    (`BOILERPLATE_ROLES`)."""
+    figures = describe(svg_figures(dom))
     builder = _Builder(
-        axtree, extra_properties or {}, dom_hints(dom_snapshot), name_chars, figures, text_ids=text_ids
+        axtree, extra_properties or {}, dom_hints(dom), name_chars, figures, text_ids=text_ids, prune=prune
     )
     if builder.nodes:
         builder.walk(builder.nodes[0], "", False, False, "")
@@ -561,57 +579,18 @@ def _box(bbox: Any) -> str:
     return ",".join(str(int(v)) if float(v).is_integer() else str(round(float(v), 3)) for v in bbox)
 
 
-@dataclass
-class _Document:
-    """One document of a DOMSnapshot, indexed for the walk."""
-
-    nodes: dict[str, Any]
-    children: list[list[int]]
-    frames: dict[int, int]  # iframe node -> its content document
-    values: dict[int, str]  # node -> its live input value
-    checked: set[int]
-    selected: set[int]
-
-
-def _document(raw: dict[str, Any], strings: list[str]) -> _Document:
-    nodes = raw["nodes"]
-    parents = nodes.get("parentIndex", [])
-    children: list[list[int]] = [[] for _ in parents]
-    for i, parent in enumerate(parents):  # nodes come in document order, so children do too
-        if parent >= 0:
-            children[parent].append(i)
-    frames = nodes.get("contentDocumentIndex") or {}
-    inputs = nodes.get("inputValue") or {}
-    return _Document(
-        nodes=nodes,
-        children=children,
-        frames=dict(zip(frames.get("index", []), frames.get("value", []), strict=False)),
-        values={
-            i: strings[v]
-            for i, v in zip(inputs.get("index", []), inputs.get("value", []), strict=False)
-            if v >= 0
-        },
-        checked=set((nodes.get("inputChecked") or {}).get("index", [])),
-        selected=set((nodes.get("optionSelected") or {}).get("index", [])),
-    )
-
-
-def _open_tag(doc: _Document, i: int, strings: list[str], extra: dict[str, Any]) -> str | None:
+def _open_tag(doc: DomDocument, i: int, extra: dict[str, Any]) -> str | None:
     """``<tag attr="...">`` of element `i` (see `page_html`); None for an element left out."""
-    nodes = doc.nodes
-    name_idx = nodes["nodeName"][i]
-    tag = strings[name_idx].lower() if name_idx >= 0 else ""
+    tag = doc.tags[i]
     if tag in _DROPPED_TAGS or not _ATTR_NAME.fullmatch(tag) or tag.startswith(":"):
         return None  # also pseudo-elements ("::before")
-    raw = nodes["attributes"][i]
-    attrs: dict[str, str | None] = {}
-    for k in range(0, len(raw) - 1, 2):
-        name = strings[raw[k]] if raw[k] >= 0 else ""
-        if name.startswith(_BROWSERGYM_ATTRS) or not _ATTR_NAME.fullmatch(name):
-            continue
-        attrs[name] = strings[raw[k + 1]] if raw[k + 1] >= 0 else None
-    if i in doc.values:
-        attrs["input_value"] = doc.values[i]
+    attrs: dict[str, str | None] = {
+        name: value
+        for name, value in doc.attributes[i].items()
+        if not name.startswith(_BROWSERGYM_ATTRS) and _ATTR_NAME.fullmatch(name)
+    }
+    if i in doc.input_values:
+        attrs["input_value"] = doc.input_values[i]
     if i in doc.checked:
         attrs["input_checked"] = "true"
     if i in doc.selected:
@@ -631,8 +610,9 @@ def _open_tag(doc: _Document, i: int, strings: list[str], extra: dict[str, Any])
     return f"<{tag}{shown}>"
 
 
-def page_html(dom_snapshot: dict[str, Any] | None, extra_properties: dict[str, Any] | None = None) -> str:
-    """The page of a DOMSnapshot (BrowserGym's ``dom_object``) as one HTML string, iframes inlined.
+def page_html(dom: PageDom | None, extra_properties: dict[str, Any] | None = None) -> str:
+    """The page of a DOM snapshot (BrowserGym's ``dom_object``, decoded by `awm.webarena.dom.parse_dom`)
+    as one HTML string, iframes inlined.
 
     Every element keeps its own attributes, BrowserGym's ``bid`` included (the id actions name); its
     scratch attributes are left out, and so are scripts, styles, comments and pseudo-elements. The
@@ -644,11 +624,9 @@ def page_html(dom_snapshot: dict[str, Any] | None, extra_properties: dict[str, A
     input state, and pretty-prints through BeautifulSoup, which changes the text and costs more than
     the walk. Iterative, so a deep page cannot exhaust the recursion limit. '' without a snapshot.
     """
-    if not dom_snapshot or not dom_snapshot.get("documents"):
+    if dom is None or not dom.documents[0].tags:
         return ""
-    strings: list[str] = dom_snapshot.get("strings", [])
-    raw_documents: list[dict[str, Any]] = dom_snapshot["documents"]
-    documents: dict[int, _Document] = {}
+    documents = dom.documents
     extra = extra_properties or {}
     out: list[str] = []
     stack: list[tuple[int, int] | str] = [(0, 0)]  # (document, node) to write, or a closing tag
@@ -659,18 +637,15 @@ def page_html(dom_snapshot: dict[str, Any] | None, extra_properties: dict[str, A
             out.append(item)
             continue
         d, i = item
-        if d not in documents:
-            documents[d] = _document(raw_documents[d], strings)
         doc = documents[d]
-        kind = doc.nodes["nodeType"][i]
+        kind = doc.types[i]
         if kind in (3, 4):  # text, CDATA
-            value_idx = doc.nodes["nodeValue"][i]
-            if value_idx >= 0 and strings[value_idx]:
-                out.append(html.escape(strings[value_idx], quote=False))
+            if doc.texts[i]:
+                out.append(html.escape(doc.texts[i], quote=False))
             continue
         closing: list[str] = []
         if kind == 1:
-            tag = _open_tag(doc, i, strings, extra)
+            tag = _open_tag(doc, i, extra)
             if tag is None:
                 continue
             out.append(tag)
@@ -682,7 +657,7 @@ def page_html(dom_snapshot: dict[str, Any] | None, extra_properties: dict[str, A
             continue
         content: list[tuple[int, int]] = []
         sub = doc.frames.get(i)  # an iframe shows its document first
-        if sub is not None and sub not in inlined and 0 <= sub < len(raw_documents):
+        if sub is not None and sub not in inlined and 0 <= sub < len(documents):
             inlined.add(sub)
             content.append((sub, 0))
         content.extend((d, child) for child in doc.children[i])

@@ -11,10 +11,11 @@ from collections.abc import Sequence
 
 from awm.actions import Action, render_action
 from awm.memory.view import MemoryView
-from awm.memory.workflow import Workflow
+from awm.memory.workflow import Workflow, bind_parameters
 from awm.webarena.env import PageState
 from awm.webarena.fingerprint import shows_masked
 from awm.webarena.harness import Decision, DecisionContext
+from awm.webarena.workflow_run import open_parameters
 
 _QUOTED = re.compile(r'"([^"]*)"')
 
@@ -114,6 +115,7 @@ class ReplayPolicy:
     """
 
     name = "replay"
+    max_steps = 1  # the one call; the harness asks no more of it
 
     def __init__(self, workflow: Workflow, params: dict[str, str], *, scope: str = "replay") -> None:
         self.workflow = workflow
@@ -121,5 +123,8 @@ class ReplayPolicy:
         self.memory = MemoryView(scope=scope, workflows=(workflow,), use="executable")
 
     def decide(self, ctx: DecisionContext) -> Decision:
-        call = Action(name="run_workflow", args={"name": self.workflow.name, "params": self.params})
+        # What the goal already gives is bound from it when the call runs; the call names only the rest.
+        bound = bind_parameters(self.workflow, ctx.task.goal)
+        params = {k: v for k, v in self.params.items() if k in open_parameters(self.workflow, bound)}
+        call = Action(name="run_workflow", args={"name": self.workflow.name, "params": params})
         return Decision(text=render_action(call), llm_calls=0)

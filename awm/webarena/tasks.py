@@ -19,8 +19,8 @@ from urllib.parse import urlsplit
 from awm.errors import ConfigError
 from awm.trajectory import Task
 
-Benchmark = Literal["miniwob", "webarena", "browsergym", "live"]
-BENCHMARKS: tuple[str, ...] = ("miniwob", "webarena", "browsergym", "live")
+Benchmark = Literal["miniwob", "webarena", "browsergym", "live", "sites"]
+BENCHMARKS: tuple[str, ...] = ("miniwob", "webarena", "browsergym", "live", "sites")
 
 # BrowserGym (>= 0.6) reads the WebArena sites from these variables (note the WA_ prefix).
 WEBARENA_SITES: dict[str, str] = {
@@ -101,6 +101,8 @@ def scope_for_task_id(task_id: str) -> tuple[str, str]:
         return family, family
     if family == "webarena" and rest.isdigit():
         return "webarena", webarena_scope(int(rest))
+    if family == "sites":  # sites.<site>.<template> -> sites/<site>/<template>
+        return "sites", "sites/" + rest.replace(".", "/", 1)
     return family, f"{family}/{rest}"
 
 
@@ -130,8 +132,52 @@ def live_task(url: str, goal: str) -> Task:
     )
 
 
+def site_tasks(names: list[str], seeds: list[int] | None, task_files: list[str]) -> list[Task]:
+    """Arena tasks: `site.template#n` is instance n; `site.template` its test instances (or the
+    instances `seeds` names); `site` every template of the site so. Checked against the templates
+    (awm's and `task_files`), so a typo fails before any site or browser starts."""
+    from pathlib import Path
+
+    from awm.sites.templates import load_templates
+
+    templates = load_templates([Path(f) for f in task_files])
+    meta = {"task_kwargs": {"task_files": list(task_files)}} if task_files else {}
+    tasks: list[Task] = []
+    for name in names:
+        key, _, number = name.removeprefix("browsergym/").removeprefix("sites.").partition("#")
+        chosen = [t for t in templates.values() if t.key == key or t.site == key]
+        if not chosen:
+            close = sorted(k for k in templates if key.split(".")[-1] in k)[:5]
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ConfigError(f"--tasks: '{name}' is no arena site or template (site.template[#n]){hint}")
+        for template in chosen:
+            if number:
+                if not number.isdigit() or int(number) >= len(template.instance):
+                    raise ConfigError(
+                        f"--tasks: {template.key} has instances 0-{len(template.instance) - 1} (got '#{number}')"
+                    )
+                wanted = [int(number)]
+            elif seeds is not None:
+                wanted = [s for s in seeds if 0 <= s < len(template.instance)]
+            else:
+                wanted = template.numbers("test")
+            for n in wanted:
+                tasks.append(
+                    Task(
+                        task_id=f"browsergym/sites.{template.key}", scope=template.scope, benchmark="sites",
+                        seed=n, meta=meta,
+                    )  # fmt: skip
+                )
+    return tasks
+
+
 def resolve_tasks(
-    benchmark: str, names: str | list[str], seeds: list[int] | None = None, *, goal: str = ""
+    benchmark: str,
+    names: str | list[str],
+    seeds: list[int] | None = None,
+    *,
+    goal: str = "",
+    task_files: list[str] | None = None,
 ) -> list[Task]:
     """Tasks in a stable order: each name, then each seed.
 
@@ -147,6 +193,10 @@ def resolve_tasks(
         raise ConfigError(f"--benchmark must be one of {', '.join(BENCHMARKS)} (got '{benchmark}')")
     if benchmark == "live":
         return [live_task(url, goal) for url in wanted]
+    if benchmark == "sites":
+        return site_tasks(wanted, seeds, task_files or [])
+    if task_files:
+        raise ConfigError("--task-file holds arena templates: it goes with --benchmark sites")
     tasks: list[Task] = []
     if benchmark == "miniwob":
         known = set(miniwob_task_names())

@@ -49,6 +49,9 @@ EXECUTABLE_ACTIONS: dict[str, str] = {
     "SELECT": "select_option",
 }
 _VALUE_ARG = {"fill": "value", "select_option": "options", "press": "key_comb"}
+# Steps that end a task on no element: the answer of an information-seeking task, or the report that
+# it cannot be done. Allowed as a workflow's last step (a demonstration of "find X and tell me" ends so).
+ENDING_ACTIONS: dict[str, str] = {"send_msg_to_user": "text", "report_infeasible": "reason"}
 _FAILURE_OUTCOME: dict[str, StepOutcome] = {
     "target_not_found": "target_not_found",
     "action_error": "action_error",
@@ -58,10 +61,12 @@ _FAILURE_OUTCOME: dict[str, StepOutcome] = {
 
 def not_executable(workflow: Workflow) -> str | None:
     """Why the executor cannot run this workflow (None: it can): an action it has no way to ground, or
-    a step without a target role."""
+    a step without a target role. An ending action (`ENDING_ACTIONS`) may close a workflow of other steps."""
     if not workflow.steps:
         return "it has no steps"
     for number, step in enumerate(workflow.steps, start=1):
+        if step.action in ENDING_ACTIONS and number == len(workflow.steps) > 1:
+            continue  # the answer after the steps that found it (an ending alone is no routine)
         if step.action not in EXECUTABLE_ACTIONS:
             return f"step {number} is {step.action!r}, which acts on no element"
         if not step.target.role.strip():
@@ -189,7 +194,11 @@ class SessionBackend:
             raise ActionFailed(result.error, intercepted="intercept" in result.error)
 
     def verify(self, element: Element, step: WorkflowStep) -> bool:
-        deadline = time.monotonic() + (self.config.verify_timeout_s if step.post is not None else 0)
+        if step.post is None:
+            # Nothing to check: the page the action left is observed once, by the next step's snapshot
+            # (observing it here too cost every sub-step a second extraction of the page, ~0.3-1 s).
+            return True
+        deadline = time.monotonic() + self.config.verify_timeout_s
         while True:
             self.page = self.session.observe()
             if _holds(self.page, element.ref, step):
@@ -226,14 +235,18 @@ def run_workflow(
     # Values read off the goal take the workflow's transforms; values the caller gives are typed as given.
     workflow = instantiate(instantiate(callable_workflow.workflow, callable_workflow.bound), params, transforms=False)
     call = WorkflowCall(step=called_by, name=workflow.name, params=dict(params), steps_total=len(workflow.steps))
+    secret = set(session.secrets.names)  # typed by the executor from the placeholder, never bound here
     for number, wstep in enumerate(workflow.steps):
-        left = wstep.placeholders()
+        left = [name for name in wstep.placeholders() if name not in secret]
         if left:
             call.error = f"step {number + 1} ({describe_step(wstep)}): no value for {{{left[0]}}}"
             break
         backend = SessionBackend(session, config)
         started = time.perf_counter()
-        report = execute_step(backend, wstep, step_target(wstep), number, config, lambda _event: None)
+        if wstep.action in ENDING_ACTIONS:
+            report = _end_task(backend, wstep, number)
+        else:
+            report = execute_step(backend, wstep, step_target(wstep), number, config, lambda _event: None)
         sub = _sub_step(first_index + number, called_by, workflow.name, wstep, backend, report)
         sub.timings_ms["execute"] = (time.perf_counter() - started) * 1000
         record(sub, backend.shown)
@@ -247,6 +260,16 @@ def run_workflow(
     if not call.completed and not call.error:
         call.error = f"the page ended the episode after step {call.steps_run} of {call.steps_total}"
     return call
+
+
+def _end_task(backend: SessionBackend, wstep: WorkflowStep, number: int) -> StepReport:
+    """An ending step (`ENDING_ACTIONS`): the answer or the infeasible report, sent as the model sends it."""
+    backend.snapshot()
+    backend.action = Action(name=wstep.action, args={ENDING_ACTIONS[wstep.action]: wstep.value})
+    result = backend.session.execute(backend.action)
+    backend.note = result.note
+    ok = result.outcome == "ok"
+    return StepReport(index=number, ok=ok, failure=None if ok else "action_error", error=result.error)
 
 
 def _sub_step(

@@ -1,0 +1,1 @@
+"""The arena forum's Django project package (settings and URLs around Spirit)."""

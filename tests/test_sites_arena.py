@@ -1,0 +1,116 @@
+"""The arena end to end in real Chromium: every template validated by its demonstration (the check fails
+on the pristine site and passes after the scripted replay), an instance as a plain BrowserGym task
+(`gym.make`), a login task run through the one driver leaving no trace of the password anywhere in its
+run folder, and one episode with the embedded model on a Trac template.
+
+Uses the sites that `make test`'s set-up installs (`awm sites setup`); one train instance per template
+here, all of them in `awm sites check --all`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from awm.sites import lifecycle
+from awm.sites.registry import SITES, get_site
+from awm.sites.templates import load_templates
+
+pytestmark = [pytest.mark.sites, pytest.mark.browser]
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def sites_are_set_up() -> None:
+    for name in SITES:
+        if not lifecycle.is_seeded(get_site(name)):
+            pytest.fail(f"site {name} is not set up: run `awm sites setup` (make test does)")
+
+
+@pytest.mark.parametrize("name", sorted(SITES))
+def test_each_schema_file_matches_its_seeded_database(name: str) -> None:
+    site = get_site(name)
+    assert lifecycle.schema_sql(site.pristine / site.database_file) == site.schema_file.read_text(), (
+        f"{site.schema_file} is stale: write it again from lifecycle.schema_sql() of the pristine database"
+    )
+
+
+@pytest.mark.parametrize("name", sorted(SITES))
+def test_every_template_fails_before_and_passes_after_its_demonstration(name: str, tmp_path: Path) -> None:
+    from awm.sites.validate import check_templates
+
+    results = check_templates({name}, set(), [], all_instances=False, out=tmp_path)
+    templates = [t for t in load_templates().values() if t.site == name]
+    assert len(templates) >= 10 and all(len(t.instance) >= 6 for t in templates)
+    assert {r.key for r in results} == {t.key for t in templates}, "one train instance of every template was checked"
+    bad = [f"{r.key}#{r.instance}: before={r.before!r} after={r.after!r}" for r in results if not r.ok]
+    assert not bad, "\n".join(bad)
+    assert (tmp_path / "CHECK.md").is_file() and (tmp_path / "check.json").is_file()
+
+
+def test_an_instance_is_a_plain_browsergym_task() -> None:
+    import gymnasium as gym
+
+    import awm.sites.task  # noqa: F401  (registers browsergym/sites.*)
+
+    template = next(t for t in load_templates().values() if t.check.answer is not None and t.site == "trac")
+    number = template.numbers("test")[0]
+    env = gym.make(f"browsergym/sites.{template.key}", headless=True)
+    try:
+        obs, info = env.reset(seed=number)
+        assert obs["goal"] == template.goal_for(number)
+        assert info["task_info"]["split"] == "test" and info["task_info"]["site_url"].startswith("http://127.0.0.1:")
+        _, reward, terminated, _, info = env.step("send_msg_to_user('I do not know')")
+        assert (reward, terminated) == (0.0, True)  # a wrong answer ends the episode unsolved
+        assert "FAILED" in info["task_info"]["check"]
+    finally:
+        env.close()
+
+
+def test_a_login_task_leaves_no_trace_of_the_password(tmp_path: Path) -> None:
+    template = next(t for t in load_templates().values() if t.login is not None and t.site == "forum")
+    number = template.numbers("train")[0]
+    password = get_site(template.site).account(template.login or "").password
+    out = tmp_path / "run"
+    done = subprocess.run(
+        [sys.executable, "-m", "awm.cli", "run", "--benchmark", "sites", "--tasks", f"{template.key}#{number}",
+         "--policy", "scripted", "--out", str(out)],
+        capture_output=True, text=True, timeout=300, cwd=REPO,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    files = [p for p in out.rglob("*") if p.is_file()]
+    assert any(p.suffix == ".png" for p in files) and any(p.name == "run.sqlite" for p in files)
+    leaked = [str(p) for p in files if password.encode() in p.read_bytes()]
+    assert not leaked, f"the password is written in {leaked}"
+    text = "\n".join(p.read_text(errors="replace") for p in files if p.suffix in (".json", ".jsonl", ".md", ".html"))
+    assert "{password}" in text  # what was typed is recorded as the placeholder
+    assert password not in done.stdout + done.stderr
+
+
+@pytest.mark.llm
+def test_one_episode_with_the_embedded_model_on_a_trac_template(tmp_path: Path, local_llm) -> None:
+    from awm.config import load_settings
+    from awm.llm.usage import UsageMeter
+    from awm.pipeline.config import parse_pipeline_table
+    from awm.pipeline.driver import run_arm
+    from awm.pipeline.stages import Clients
+
+    template = next(t for t in load_templates().values() if t.site == "trac" and t.kind == "navigation")
+    number = template.numbers("test")[0]
+    arm = parse_pipeline_table(
+        {"name": "arena-llm", "benchmark": "sites", "tasks": [f"{template.key}#{number}"], "policy": "llm",
+         "memory": "off", "max_steps": 4, "episode_timeout_s": 240},
+        source="test",
+    )  # fmt: skip
+    settings = load_settings(overrides={"llm": {"backend": "local", "cache": False, "max_tokens": 96}})
+    result = run_arm(arm, settings, tmp_path / "run", show_progress=False, clients=Clients(settings, UsageMeter(), actor=local_llm))
+    assert result.failed_stage is None, result.error
+    [trajectory] = result.trajectories
+    assert trajectory.task.scope == template.scope and trajectory.steps
+    assert trajectory.steps[0].llm_calls >= 1 and trajectory.steps[0].observation
+    assert trajectory.verdict.reward in (0.0, 1.0)
+    assert trajectory.meta["env_info"]["gate"].startswith("not consulted")
+    assert trajectory.end != "env_error", trajectory.steps[-1].error

@@ -1,0 +1,114 @@
+"""The arena's forum (Spirit) as the arena uses it: it answers, a seeded user logs in through Spirit's own
+form, what that user posts over HTTP (a topic, with its search index entry) is gone after `reset`
+without a restart, and `down` leaves no process behind.
+
+Uses the default sites root, which `make test`'s set-up fills (`awm sites setup --site forum`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.cookiejar
+import sqlite3
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from awm.sites import lifecycle
+from awm.sites.lifecycle import ServerState
+from awm.sites.registry import get_site
+from awm.sites.site import Site
+
+pytestmark = pytest.mark.sites
+
+PROBE_TITLE = "Probe topic about quokkaflux cables"
+
+
+class Browser:
+    """A cookie-keeping HTTP client that posts Django forms with their CSRF token."""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.jar = http.cookiejar.CookieJar()
+        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
+
+    def get(self, path: str) -> tuple[str, str]:
+        with self.opener.open(self.base + path, timeout=20) as response:
+            return response.geturl(), response.read().decode()
+
+    def post(self, path: str, fields: dict[str, str]) -> tuple[str, str]:
+        token = next(c.value for c in self.jar if c.name == "csrftoken")
+        data = urllib.parse.urlencode({**fields, "csrfmiddlewaretoken": token}).encode()
+        with self.opener.open(urllib.request.Request(self.base + path, data=data), timeout=20) as response:
+            return response.geturl(), response.read().decode()
+
+    def log_in(self, site: Site, username: str) -> None:
+        self.get("/user/login/")
+        url, page = self.post(
+            "/user/login/", {"username": username, "password": site.account(username).password}
+        )
+        assert url.endswith("/user/"), f"login as {username} did not land on the profile page: {url}"
+        assert "/user/logout/" in page
+
+
+def probe_topics(site: Site) -> list[tuple[int, str]]:
+    with contextlib.closing(sqlite3.connect(f"file:{site.database}?mode=ro", uri=True)) as db:
+        return db.execute(
+            "SELECT id, title FROM spirit_topic_topic WHERE title = ?", (PROBE_TITLE,)
+        ).fetchall()
+
+
+@pytest.fixture(scope="module")
+def forum() -> Iterator[tuple[Site, ServerState]]:
+    site = get_site("forum")
+    if not lifecycle.is_seeded(site):
+        pytest.fail("the forum site is not set up: run `awm sites setup --site forum`")
+    state = lifecycle.up(site)
+    yield site, state
+    lifecycle.down(site)
+
+
+def test_the_login_page_answers_with_its_styles(forum: tuple[Site, ServerState]) -> None:
+    _, state = forum
+    browser = Browser(state.url)
+    _, page = browser.get("/user/login/")
+    assert 'name="username"' in page and 'name="password"' in page
+    assert "Homelab Commons" in page
+    _, css = browser.get("/static/spirit/stylesheets/styles.all.min.css")
+    assert len(css) > 10_000
+
+
+def test_a_topic_posted_over_http_is_gone_after_reset(forum: tuple[Site, ServerState]) -> None:
+    site, state = forum
+    alice = Browser(state.url)
+    alice.log_in(site, "alice")
+    url, _ = alice.post(
+        "/topic/publish/", {"title": PROBE_TITLE, "category": "4", "comment": "Where to buy them?"}
+    )
+    assert "/topic/" in url
+    assert len(probe_topics(site)) == 1
+    assert PROBE_TITLE in alice.get("/search/?q=quokkaflux")[1]
+
+    after = lifecycle.reset(site)
+
+    assert after.pid == state.pid  # no restart: the server reads the restored files
+    assert probe_topics(site) == []
+    bilal = Browser(state.url)  # sessions live in the database, so alice's is gone with it
+    bilal.log_in(site, "bilal")
+    assert PROBE_TITLE not in bilal.get("/search/?q=quokkaflux")[1]
+    assert "Backup strategy: restic to Backblaze B2" in bilal.get("/search/?q=restic")[1]
+
+
+def test_down_leaves_no_process(forum: tuple[Site, ServerState]) -> None:
+    site, _ = forum
+    assert lifecycle.down(site)
+    assert lifecycle.server_state(site) is None
+    for proc in Path("/proc").glob("[0-9]*/cmdline"):  # a zombie's cmdline is empty: only live processes
+        try:
+            command = proc.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        assert str(site.live / "manage.py") not in command, f"left running: {command}"
