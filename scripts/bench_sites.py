@@ -11,7 +11,7 @@ Parts, each printed side by side with its target (this 2-core machine):
   episode, and the failure anatomy (ends, failure classes, repeated actions, parse refusals).
 
 Run: .venv/bin/python scripts/bench_sites.py --sites --observe
-     .venv/bin/python scripts/bench_sites.py --agent --site trac [--templates a,b] [--out DIR]
+     .venv/bin/python scripts/bench_sites.py --agent --site trac [--templates a,b] [--per-template N] [--out DIR]
      .venv/bin/python scripts/bench_sites.py --report DIR      (the agent tables of a finished run)
 Writes DIR/bench_sites.md and DIR/bench_sites.json (default DIR: runs/<time>-bench-sites).
 """
@@ -129,13 +129,24 @@ def bench_observe(names: list[str], console: Console) -> list[dict]:
 # --------------------------------------------------------------------------------------------------
 
 
-def run_agent(site: str, templates: list[str], out: Path, console: Console) -> bool:
-    """Memory off, the embedded model (response cache off), every test instance of the site's templates."""
+def agent_task_names(site: str, templates: list[str], per_template: int | None) -> list[str]:
+    """The tasks of an agent run: every test instance of the site's (chosen) templates, or the first
+    `per_template` test instances of each (a subset for a machine without hours to spare; the first ones,
+    never chosen by outcome)."""
+    if per_template is None:
+        return [f"{site}.{t}" for t in templates] or [site]
+    from awm.sites.templates import load_templates
+
+    chosen = [t for t in load_templates().values() if t.site == site and (not templates or t.id in templates)]
+    return [f"{t.key}#{n}" for t in chosen for n in t.numbers("test")[:per_template]]
+
+
+def run_agent(site: str, names: list[str], out: Path, console: Console) -> bool:
+    """Memory off, the embedded model (response cache off), the named test instances."""
     from awm.config import load_settings
     from awm.pipeline.config import parse_pipeline_table
     from awm.pipeline.driver import run_arm
 
-    names = [f"{site}.{t}" for t in templates] or [site]
     arm = parse_pipeline_table(
         {"name": f"bench-sites-{site}", "benchmark": "sites", "tasks": names, "policy": "llm", "memory": "off",
          "max_steps": 10, "admission": "gt", "workers": 1},
@@ -149,10 +160,25 @@ def run_agent(site: str, templates: list[str], out: Path, console: Console) -> b
     return True
 
 
+def observation_tokens(trajectories: list[Trajectory]) -> dict:
+    """The observation the model saw at each of its steps (not a workflow's sub-steps): median and max
+    tokens, and how many steps were over the 1,500-token target."""
+    from awm.webarena.observation import estimate_tokens
+
+    sizes = [estimate_tokens(s.observation) for t in trajectories for s in t.steps if s.called_by is None and s.observation]
+    return {
+        "steps": len(sizes),
+        "median": statistics.median(sizes) if sizes else 0,
+        "max": max(sizes, default=0),
+        "over_target": sum(size > TARGETS["tokens"] for size in sizes),
+    }
+
+
 def agent_tables(run_dir: Path, console: Console) -> dict:
     trajectories = latest_trajectories(run_dir)
     rows = group_rows(trajectories, _template, "template")
     total, causes = overall(trajectories), anatomy(trajectories, _template)
+    total["observation_tokens"] = observation_tokens(trajectories)
     table = Table(title="the agent on the arena's test instances (memory off, embedded model)")
     for column in ("template", "solved", "steps", "calls/step", "tok/step", "s/ep", "ends"):
         table.add_column(column, justify="left" if column in ("template", "ends") else "right")
@@ -165,7 +191,9 @@ def agent_tables(run_dir: Path, console: Console) -> dict:
     rate = "n/a" if total["success_rate"] is None else f"{100 * total['success_rate']:.1f}%"
     table.caption = (
         f"solved {total['solved']}/{total['episodes']} ({rate}); {total['calls_per_step']:.2f} calls and "
-        f"{total['prompt_tokens_per_step']:.0f} prompt tokens per step; {total['seconds_per_episode']:.1f} s per episode"
+        f"{total['prompt_tokens_per_step']:.0f} prompt tokens per step; {total['seconds_per_episode']:.1f} s per episode; "
+        f"observation tokens per step median {total['observation_tokens']['median']:.0f}, "
+        f"max {total['observation_tokens']['max']} (target < {TARGETS['tokens']})"
     )
     console.print(table)
     return {"overall": total, "templates": rows, "anatomy": causes}
@@ -204,7 +232,10 @@ def render_markdown(data: dict) -> str:
         lines += [
             "## The agent (memory off, embedded model, test instances)", "",
             f"**Solved {total['solved']}/{total['episodes']} ({rate})**; {total['calls_per_step']:.2f} model calls and "
-            f"{total['prompt_tokens_per_step']:.0f} prompt tokens per step, {total['seconds_per_episode']:.1f} s per episode.",
+            f"{total['prompt_tokens_per_step']:.0f} prompt tokens per step, {total['seconds_per_episode']:.1f} s per episode; "
+            f"observation tokens per step: median {total['observation_tokens']['median']:.0f}, max "
+            f"{total['observation_tokens']['max']}, {total['observation_tokens']['over_target']} of "
+            f"{total['observation_tokens']['steps']} steps over 1,500.",
             "",
             "| template | solved | mean steps | calls/step | prompt tok/step | s/episode | ends |",
             "|---|---:|---:|---:|---:|---:|---|",
@@ -226,6 +257,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--agent", action="store_true", help="the agent on the test instances (one site: --site)")
     parser.add_argument("--site", help="site(s), comma list (default: every site; --agent takes one)")
     parser.add_argument("--templates", help="comma list of template ids (--agent; default: every one)")
+    parser.add_argument(
+        "--per-template", type=int, metavar="N", help="--agent: only the first N test instances of each template"
+    )
     parser.add_argument("--out", type=Path, help="folder (default: runs/<time>-bench-sites); an agent run resumes")
     parser.add_argument("--report", type=Path, metavar="DIR", help="only print the agent tables of a finished run")
     args = parser.parse_args(argv)
@@ -251,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
             if len(names) != 1:
                 parser.error("--agent runs one site at a time: give --site NAME")
             templates = [t.strip() for t in (args.templates or "").split(",") if t.strip()]
-            if not run_agent(names[0], templates, out, console):
+            tasks = agent_task_names(names[0], templates, args.per_template)
+            if not run_agent(names[0], tasks, out, console):
                 return 1
     if (out / "trajectories").is_dir():
         data["agent"] = agent_tables(out, console)

@@ -12,10 +12,13 @@ from awm.assets import configure_runtime_env
 configure_runtime_env()
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Under `pytest -n` (xdist, `--dist loadgroup`): the tests of the arena's sites share their servers
-    (a reset in one would pull the state from under another), so they run on one worker; the tests of
-    the embedded model share its server (one per worker, ~2 GB), so they run on one worker too."""
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under `pytest -n` (xdist, `--dist loadgroup`; not a dependency, `make test` runs serially): the
+    tests of the arena's sites share their servers (a reset in one would pull the state from under
+    another), so they run on one worker; the tests of the embedded model share its server (one per
+    worker, ~2 GB), so they run on one worker too."""
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
     for item in items:
         if item.get_closest_marker("sites"):
             item.add_marker(pytest.mark.xdist_group("sites"))
