@@ -49,6 +49,17 @@ class Secrets:
         match = _PLACEHOLDER.fullmatch(value.strip())
         return match.group(1) if match and match.group(1) in self._values else None
 
+    def named_in_password_field(self, value: str) -> str | None:
+        """`named`, or the secret whose bare name `value` is (`password` for `{password}`): only for a
+        password field.
+
+        Why: a small model reads "password {password}" in a goal and types the word `password`, is told
+        to use the placeholder, and types the word again (the 1.5B model did, three times in one Trac
+        episode). A password field here takes nothing but a named secret, on any website, so the bare
+        name of one of the run's secrets can mean nothing else; any other value is still refused."""
+        bare = value.strip().strip("{}").strip().lower()
+        return self.named(value) or next((n for n in self._values if n.lower() == bare), None)
+
     def value_of(self, name: str) -> str:
         return self._values[name]
 

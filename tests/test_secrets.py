@@ -33,6 +33,13 @@ def test_values_are_replaced_by_their_placeholder_everywhere() -> None:
     assert Secrets().redact(VALUE) == VALUE and not Secrets()
 
 
+def test_only_a_password_field_reads_a_secret_s_bare_name_as_the_secret() -> None:
+    secrets = Secrets({"password": VALUE})
+    assert [secrets.named_in_password_field(v) for v in ("password", " Password ", "{password}")] == ["password"] * 3
+    assert secrets.named_in_password_field("hunter2") is None and secrets.named_in_password_field("") is None
+    assert secrets.named("password") is None  # anywhere else the word is just a word
+
+
 def test_secrets_come_from_named_environment_variables() -> None:
     assert secrets_from_env(["password=SHOP_PW"], {"SHOP_PW": VALUE}) == {"password": VALUE}
     assert secrets_from_env({"password": "SHOP_PW"}, {"SHOP_PW": VALUE}) == {"password": VALUE}
@@ -76,6 +83,25 @@ def test_a_named_secret_signs_in_and_no_record_holds_it(base_url: str, tmp_path:
     files = [p for p in out.rglob("*") if p.is_file()]
     assert [str(p) for p in files if VALUE.encode() in p.read_bytes()] == []
     assert VALUE not in done.stdout + done.stderr
+
+
+@pytest.mark.browser
+def test_the_bare_name_of_a_secret_in_a_password_field_types_the_secret(base_url: str, tmp_path: Path) -> None:
+    replies = [
+        Reply(text=f"fill('{USER_BID}', 'ada')"),
+        Reply(text=f"fill('{PASSWORD_BID}', 'password')"),  # the placeholder without its braces
+        Reply(text=f"click('{SIGN_IN_BID}')"),
+        Reply(text="send_msg_to_user('Signed in')"),
+    ]
+    done, out = awm_run(
+        tmp_path, base_url, replies, "--secret", "password=AWM_TEST_SECRET", "--confirm", stdin="y\n"
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    [path] = list((out / "trajectories").glob("*.json"))
+    trajectory = json.loads(path.read_text())
+    assert trajectory["steps"][1]["outcome"] == "ok" and "typed the secret {password}" in trajectory["steps"][1]["feedback"]
+    assert any("Signed in as ada" in s["observation"] for s in trajectory["steps"]), "the page took the real value"
+    assert [str(p) for p in out.rglob("*") if p.is_file() and VALUE.encode() in p.read_bytes()] == []
 
 
 @pytest.mark.browser

@@ -312,7 +312,8 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
             if refused is not None:
                 return _Prepared([], refused, target=target)
             if typed is not None:
-                return _Prepared([typed], note=f"typed the secret {value.strip()}", target=target)
+                name = secrets.named_in_password_field(value)
+                return _Prepared([typed], note=f"typed the secret {{{name}}}", target=target)
         if target.tag not in ("input", "textarea", "select") or target.type == "range":
             slider = read_slider(locator) if not target.editable else None
             if slider is not None:
@@ -349,8 +350,8 @@ def _secret_fill(
     with the secret's value) or (None, None) for an ordinary fill. A password field takes only a
     secret's placeholder; a secret goes into a password field only (a text field would show it on the
     page and in every screenshot)."""
-    name = secrets.named(value)
     password = target.type == "password"  # the field itself, or the control its <label> fills
+    name = secrets.named_in_password_field(value) if password else secrets.named(value)
     what = _describe(bid, target=target)
     if password and name is None:
         names = ", ".join("{" + n + "}" for n in secrets.names)

@@ -179,7 +179,9 @@ class LiveRails:
         if action.name not in FILL_ACTIONS or control is None:
             return None
         value = str(action.args.get("value", ""))
-        if control.type.strip().lower() == "password" and (self.secrets.named(value) or self.secrets.is_value(value)):
+        if control.type.strip().lower() == "password" and (
+            self.secrets.named_in_password_field(value) or self.secrets.is_value(value)
+        ):
             return None  # a named secret, typed by the executor (the model chose its placeholder)
         reason = field_refusal(control)
         return f"refused to fill {control.describe()}: {reason}" if reason else None
