@@ -72,6 +72,9 @@ def chromium():
     a second `sync_playwright()` in the same process fails once BrowserGym has started its own."""
     from browsergym.core import _get_global_playwright
 
+    from awm.webarena import playwright_stack
+
+    playwright_stack.install()
     browser = _get_global_playwright().chromium.launch(chromium_sandbox=False)
     yield browser
     browser.close()

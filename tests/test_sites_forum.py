@@ -7,43 +7,25 @@ Uses the default sites root, which `make test`'s set-up fills (`awm sites setup 
 
 from __future__ import annotations
 
-import contextlib
-import http.cookiejar
-import sqlite3
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from awm.sites import lifecycle
 from awm.sites.lifecycle import ServerState
-from awm.sites.registry import get_site
 from awm.sites.site import Site
+from tests.site_http import FormClient, assert_down_leaves_no_process, read, running_site
 
 pytestmark = pytest.mark.sites
 
 PROBE_TITLE = "Probe topic about quokkaflux cables"
 
 
-class Browser:
-    """A cookie-keeping HTTP client that posts Django forms with their CSRF token."""
+class Browser(FormClient):
+    """Spirit's pages over HTTP, with Django's CSRF token."""
 
     def __init__(self, base: str) -> None:
-        self.base = base
-        self.jar = http.cookiejar.CookieJar()
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
-
-    def get(self, path: str) -> tuple[str, str]:
-        with self.opener.open(self.base + path, timeout=20) as response:
-            return response.geturl(), response.read().decode()
-
-    def post(self, path: str, fields: dict[str, str]) -> tuple[str, str]:
-        token = next(c.value for c in self.jar if c.name == "csrftoken")
-        data = urllib.parse.urlencode({**fields, "csrfmiddlewaretoken": token}).encode()
-        with self.opener.open(urllib.request.Request(self.base + path, data=data), timeout=20) as response:
-            return response.geturl(), response.read().decode()
+        super().__init__(base, "csrftoken", "csrfmiddlewaretoken")
 
     def log_in(self, site: Site, username: str) -> None:
         self.get("/user/login/")
@@ -54,21 +36,13 @@ class Browser:
         assert "/user/logout/" in page
 
 
-def probe_topics(site: Site) -> list[tuple[int, str]]:
-    with contextlib.closing(sqlite3.connect(f"file:{site.database}?mode=ro", uri=True)) as db:
-        return db.execute(
-            "SELECT id, title FROM spirit_topic_topic WHERE title = ?", (PROBE_TITLE,)
-        ).fetchall()
+def probe_topics(site: Site) -> list[tuple]:
+    return read(site, "SELECT id, title FROM spirit_topic_topic WHERE title = ?", PROBE_TITLE)
 
 
 @pytest.fixture(scope="module")
 def forum() -> Iterator[tuple[Site, ServerState]]:
-    site = get_site("forum")
-    if not lifecycle.is_seeded(site):
-        pytest.fail("the forum site is not set up: run `awm sites setup --site forum`")
-    state = lifecycle.up(site)
-    yield site, state
-    lifecycle.down(site)
+    yield from running_site("forum")
 
 
 def test_the_login_page_answers_with_its_styles(forum: tuple[Site, ServerState]) -> None:
@@ -104,11 +78,4 @@ def test_a_topic_posted_over_http_is_gone_after_reset(forum: tuple[Site, ServerS
 
 def test_down_leaves_no_process(forum: tuple[Site, ServerState]) -> None:
     site, _ = forum
-    assert lifecycle.down(site)
-    assert lifecycle.server_state(site) is None
-    for proc in Path("/proc").glob("[0-9]*/cmdline"):  # a zombie's cmdline is empty: only live processes
-        try:
-            command = proc.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        assert str(site.live / "manage.py") not in command, f"left running: {command}"
+    assert_down_leaves_no_process(site, str(site.live / "manage.py"))

@@ -8,20 +8,14 @@ Uses the default sites root, which `make test`'s set-up fills (`awm sites setup 
 
 from __future__ import annotations
 
-import contextlib
-import http.cookiejar
-import sqlite3
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from awm.sites import lifecycle
 from awm.sites.lifecycle import ServerState
-from awm.sites.registry import get_site
 from awm.sites.site import Site
+from tests.site_http import FormClient, assert_down_leaves_no_process, read, running_site
 
 pytestmark = pytest.mark.sites
 
@@ -29,26 +23,11 @@ PRODUCT = "Cast Iron Skillet 10-inch"
 PROBE_REVIEW = "Probe review about quokkaflux seasoning"
 
 
-class Browser:
-    """A cookie-keeping HTTP client that posts Django forms with their CSRF token."""
+class Browser(FormClient):
+    """Oscar's pages over HTTP, with Django's CSRF token."""
 
     def __init__(self, base: str) -> None:
-        self.base = base
-        self.jar = http.cookiejar.CookieJar()
-        self.opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.jar))
-
-    def get(self, path: str) -> tuple[str, str]:
-        with self.opener.open(self.base + path, timeout=20) as response:
-            return response.geturl(), response.read().decode()
-
-    def post(self, path: str, fields: dict[str, str], *, came_from: str = "") -> tuple[str, str]:
-        """Post a form; `came_from` is the page it sits on (Oscar sends some posts back to the referrer)."""
-        token = next(c.value for c in self.jar if c.name == "csrftoken")
-        data = urllib.parse.urlencode({**fields, "csrfmiddlewaretoken": token}).encode()
-        referer = self.base + (came_from or path)
-        request = urllib.request.Request(self.base + path, data=data, headers={"Referer": referer})
-        with self.opener.open(request, timeout=20) as response:
-            return response.geturl(), response.read().decode()
+        super().__init__(base, "csrftoken", "csrfmiddlewaretoken")
 
     def log_in(self, site: Site, email: str) -> None:
         self.get("/accounts/login/")
@@ -64,11 +43,6 @@ class Browser:
         assert "/accounts/logout/" in page
 
 
-def read(site: Site, sql: str, *args: object) -> list[tuple]:
-    with contextlib.closing(sqlite3.connect(f"file:{site.database}?mode=ro", uri=True)) as db:
-        return db.execute(sql, args).fetchall()
-
-
 def alice_state(site: Site) -> tuple[int, int]:
     """Alice's open basket lines and her probe reviews."""
     lines = read(
@@ -82,12 +56,7 @@ def alice_state(site: Site) -> tuple[int, int]:
 
 @pytest.fixture(scope="module")
 def shop() -> Iterator[tuple[Site, ServerState]]:
-    site = get_site("shop")
-    if not lifecycle.is_seeded(site):
-        pytest.fail("the shop site is not set up: run `awm sites setup --site shop`")
-    state = lifecycle.up(site)
-    yield site, state
-    lifecycle.down(site)
+    yield from running_site("shop")
 
 
 def test_the_login_page_answers_with_its_styles(shop: tuple[Site, ServerState]) -> None:
@@ -129,12 +98,4 @@ def test_a_basket_line_and_a_review_made_over_http_are_gone_after_reset(
 
 def test_down_leaves_no_process(shop: tuple[Site, ServerState]) -> None:
     site, _ = shop
-    assert lifecycle.down(site)
-    assert lifecycle.server_state(site) is None
-    live = str(site.live)
-    for proc in Path("/proc").glob("[0-9]*/cmdline"):  # a zombie's cmdline is empty: only live processes
-        try:
-            command = proc.read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        assert live not in command, f"a shop process is still running: {command}"
+    assert_down_leaves_no_process(site, str(site.live))

@@ -16,33 +16,17 @@ swapping the SQLite file and the index folder under the running server is a comp
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import ClassVar
 
 from awm.sites.lifecycle import run_tool
-from awm.sites.site import Account, Site
+from awm.sites.site import Account, Site, seeded_accounts
 
 DATA_DIR = Path(__file__).parent / "data"
 PROJECT_DIR = DATA_DIR / "forum_project"
 SEED_FILE = DATA_DIR / "forum_seed.json"
 SEED_SCRIPT = DATA_DIR / "forum_seed.py"
-
-
-def _seeded_accounts() -> tuple[Account, ...]:
-    """The accounts the seed creates, read from the seed file (the one place their passwords live)."""
-    users = json.loads(SEED_FILE.read_text(encoding="utf-8"))["users"]
-    return tuple(
-        Account(
-            username=u["username"],
-            password=u["password"],
-            role=u["role"],
-            full_name=f"{u['first_name']} {u['last_name']}",
-            email=u["email"],
-        )
-        for u in users
-    )
 
 
 class ForumSite(Site):
@@ -53,7 +37,7 @@ class ForumSite(Site):
     title = "Homelab Commons (Spirit forum)"
     kind = "forum"
     package = "django-spirit 0.14.3"
-    accounts: ClassVar[tuple[Account, ...]] = _seeded_accounts()
+    accounts: ClassVar[tuple[Account, ...]] = seeded_accounts(SEED_FILE, "username")
     state_files = ("forum.sqlite3", "st_search", "media")
     database_file = "forum.sqlite3"
     restart_on_reset = False

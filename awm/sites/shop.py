@@ -28,33 +28,17 @@ on it).
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 from typing import ClassVar
 
 from awm.sites.lifecycle import run_tool
-from awm.sites.site import Account, Site
+from awm.sites.site import Account, Site, seeded_accounts
 
 DATA_DIR = Path(__file__).parent / "data"
 PROJECT_DIR = DATA_DIR / "shop_project"
 SEED_FILE = DATA_DIR / "shop_seed.json"
 SEED_SCRIPT = DATA_DIR / "shop_seed.py"
-
-
-def _seeded_accounts() -> tuple[Account, ...]:
-    """The accounts the seed creates, read from the seed file (the one place their passwords live)."""
-    users = json.loads(SEED_FILE.read_text(encoding="utf-8"))["users"]
-    return tuple(
-        Account(
-            username=u["email"],
-            password=u["password"],
-            role=u["role"],
-            full_name=f"{u['first_name']} {u['last_name']}",
-            email=u["email"],
-        )
-        for u in users
-    )
 
 
 class ShopSite(Site):
@@ -64,7 +48,7 @@ class ShopSite(Site):
     title = "Harbor Lane Market (django-oscar)"
     kind = "shop"
     package = "django-oscar 4.2.1"
-    accounts: ClassVar[tuple[Account, ...]] = _seeded_accounts()
+    accounts: ClassVar[tuple[Account, ...]] = seeded_accounts(SEED_FILE, "email")
     # Not media/: copying its ~700 files (pictures, thumbnails, their folders) takes about a second, and
     # nothing an episode does removes a seeded file from it (the settings keep deleted images' files), so
     # restoring the database is enough; an upload leaves only an orphan file behind.

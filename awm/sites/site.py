@@ -18,6 +18,7 @@ Layout under the assets folder (`$AWM_HOME/sites/<name>/`):
 from __future__ import annotations
 
 import hashlib
+import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +45,23 @@ class Account:
     role: str
     full_name: str = ""
     email: str = ""
+
+
+def seeded_accounts(seed_file: Path, login_key: str) -> tuple[Account, ...]:
+    """The accounts a Django site's seed creates, read from its seed file (the one place their passwords
+    live); `login_key` is the seed field the site's login form takes (`username`, or `email` where the
+    form asks for an email)."""
+    users = json.loads(seed_file.read_text(encoding="utf-8"))["users"]
+    return tuple(
+        Account(
+            username=u[login_key],
+            password=u["password"],
+            role=u["role"],
+            full_name=f"{u['first_name']} {u['last_name']}",
+            email=u["email"],
+        )
+        for u in users
+    )
 
 
 class Site(ABC):

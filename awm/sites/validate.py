@@ -46,11 +46,14 @@ class TemplateCheck:
 
 
 def _before(template: Template, number: int) -> tuple[bool, str]:
-    """Does the check fail on the pristine state (no answer given, the start page open)?"""
+    """Does the check fail on the pristine state (no answer given, the start page open)?
+
+    The check reads the pristine database itself (read-only), not a reset live copy: the episode that
+    follows resets the site anyway, and a second reset is a restart for Trac."""
     site = get_site(template.site)
-    state = lifecycle.reset(site)
+    state = lifecycle.up(site)
     evidence = Evidence(url=state.url + template.start, page_text="", answer=None, infeasible=False, ended=True)
-    outcome = evaluate(template.check, template.values(number), site.database, evidence)
+    outcome = evaluate(template.check, template.values(number), site.pristine / site.database_file, evidence)
     return not outcome.passed, outcome.detail
 
 

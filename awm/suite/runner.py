@@ -72,8 +72,10 @@ def run_suite(
     from awm.assets import configure_runtime_env
     from awm.suite import PAGES_DIR
     from awm.suite.report import write_results
+    from awm.webarena import playwright_stack
 
     configure_runtime_env()
+    playwright_stack.install()
     config = (config or ExecutorConfig()).model_copy(update={"recovery": recovery})
     out = Path(out)
     (out / "logs").mkdir(parents=True, exist_ok=True)

@@ -342,6 +342,9 @@ class BrowserSession:
     def _make_env(self, env_id: str, task_kwargs: dict[str, Any], *, live: bool = False) -> Any:
         import gymnasium as gym
 
+        from awm.webarena import playwright_stack
+
+        playwright_stack.install()
         _quiet_override_warnings()
         _import_benchmark(env_id)
         if task_kwargs.get("task_files"):  # an arena task from a researcher's own task file
