@@ -79,10 +79,3 @@ def install() -> None:
             module.inspect = _FAST_INSPECT  # type: ignore[attr-defined]
         if getattr(module, "traceback", None) in (traceback, _FAST_TRACEBACK):
             module.traceback = _FAST_TRACEBACK  # type: ignore[attr-defined]
-
-
-def installed() -> bool:
-    """Whether the cheap capture is in place in Playwright's sync base (where every sync call passes)."""
-    from playwright._impl import _sync_base
-
-    return getattr(_sync_base, "inspect", None) is _FAST_INSPECT
