@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,26 +39,46 @@ def test_each_schema_file_matches_its_seeded_database(name: str) -> None:
     )
 
 
+@pytest.fixture(scope="module")
+def site_checks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tuple[subprocess.Popen, Path]]]:
+    """`awm sites check --site NAME` as a user runs it, for the three sites at once, each in its own
+    process (its own browser; the sites are separate servers and databases, so nothing is shared).
+
+    Why at once: one check spends most of its time waiting (each sub-step's observation delay, the
+    site's answer), so on two cores the three take about as long together as the longest alone.
+    Why in their own processes: inside this test process (a heap grown by a thousand earlier tests)
+    the same replays took ~3x as long (473 s against 162 s for the shop, measured 2026-12-03)."""
+    started: dict[str, tuple[subprocess.Popen, Path]] = {}
+    for name in sorted(SITES):
+        out = tmp_path_factory.mktemp(f"check-{name}")
+        with (out / "output.txt").open("w") as log:
+            command = [sys.executable, "-m", "awm.cli", "sites", "check", "--site", name, "--out", str(out)]
+            started[name] = (subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT), out)
+    yield started
+    for process, _ in started.values():
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
 @pytest.mark.parametrize("name", sorted(SITES))
-def test_every_template_fails_before_and_passes_after_its_demonstration(name: str, tmp_path: Path) -> None:
-    """`awm sites check --site NAME` as a user runs it, in its own process: inside this test process
-    (a heap grown by a thousand earlier tests) the same replays took ~3x as long (473 s against 162 s for
-    the shop, measured 2026-12-03)."""
+def test_every_template_fails_before_and_passes_after_its_demonstration(
+    name: str, site_checks: dict[str, tuple[subprocess.Popen, Path]]
+) -> None:
     import json
 
-    done = subprocess.run(
-        [sys.executable, "-m", "awm.cli", "sites", "check", "--site", name, "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=900,
-    )  # fmt: skip
-    assert (tmp_path / "check.json").is_file(), done.stdout[-2000:] + done.stderr[-2000:]
-    results = json.loads((tmp_path / "check.json").read_text())
+    process, out = site_checks[name]
+    returncode = process.wait(timeout=900)
+    output = (out / "output.txt").read_text()
+    assert (out / "check.json").is_file(), output[-4000:]
+    results = json.loads((out / "check.json").read_text())
     templates = [t for t in load_templates().values() if t.site == name]
     assert len(templates) >= 10 and all(len(t.instance) >= 6 for t in templates)
     assert {r["key"] for r in results} == {t.key for t in templates}, "one train instance of every template was checked"
     bad = [f"{r['key']}#{r['instance']}: before={r['before']!r} after={r['after']!r}" for r in results if not r["ok"]]
     assert not bad, "\n".join(bad)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    assert (tmp_path / "CHECK.md").is_file() and f"{len(templates)} of {len(templates)} instance(s) ok" in done.stdout
+    assert returncode == 0, output[-4000:]
+    assert (out / "CHECK.md").is_file() and f"{len(templates)} of {len(templates)} instance(s) ok" in output
 
 
 def test_an_instance_is_a_plain_browsergym_task() -> None:
