@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import pytest
 
-from awm.memory.store import WorkflowStore
+from awm.memory.store import WorkflowStore, WorkflowUse
 from awm.memory.workflow import Provenance, Workflow, WorkflowStep
 from awm.traces.db import RunDatabase
 from awm.trajectory import TargetDesc
@@ -52,6 +52,10 @@ def build_memory(db: Path, episode_id: str) -> None:
         for scope in (CLICKED, POSTED, ODD):
             store.commit(scope, [press_enter], parent=None, author="manual", message="seed")
             store.commit(scope, [press_enter, check], parent=1, author="neural", message="grew")
+        store.record_uses(SHOWN, [
+            WorkflowUse("ep-1", 0, "press_enter", True, 1, 1, ""),
+            WorkflowUse("ep-2", 0, "press_enter", False, 0, 1, "step 1 of 1 (press [textbox] Password): target_not_found"),
+        ])  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -192,6 +196,10 @@ def test_scope_page_shows_diff_and_provenance(server: str, chromium, episode_id:
     assert link.get_attribute("href") == f"/runs/scripted/episodes/{quote(episode_id, safe='')}"
     assert credentials.get_by_role("link", name=MISSING_EPISODE).count() == 0
     assert MISSING_EPISODE in credentials.inner_text()
+    # Each workflow's calls: how often it ran to the end and where it last broke.
+    calls = page.locator('section.workflow[data-name="press_enter"] dd.calls').inner_text()
+    assert calls == "2 calls, 1 ran to the end, 1 broke (last break: step 1 of 1 (press [textbox] Password): target_not_found)"
+    assert credentials.locator("dd.calls").inner_text() == "not called yet"
     snap(page, "memory-scope")
 
     page.select_option("#diff-a", "1")

@@ -29,6 +29,7 @@ from pydantic import BaseModel
 from starlette.concurrency import run_in_threadpool
 
 from awm.errors import AwmError
+from awm.memory.health import health
 from awm.memory.store import (
     NoStoreError,
     StoreMode,
@@ -176,6 +177,7 @@ def scope_view(ctx: AppContext, scope: str, a: int | None, b: int | None) -> dic
             require_version(store, scope, b)
             diff = store.diff(scope, a, b)
         head = store.get(scope, head_version)
+        calls = health(store.uses(scope))
     return {
         "scope": scope,
         "path": scope_path(scope),
@@ -187,6 +189,7 @@ def scope_view(ctx: AppContext, scope: str, a: int | None, b: int | None) -> dic
         "diff": diff,
         "patches": {} if diff is None else {n: patch_lines(p) for n, p in diff.patches.items()},
         "links": episode_links(ctx, source_ids(head.workflows)),
+        "calls": calls,
     }
 
 

@@ -153,22 +153,32 @@ def show_command(
 
     Example: awm memory show mind2web/aa --version 3 --json
     """
+    from awm.memory.health import health
+
     chosen = _writing_style(style, scope)
     with _open(db, "ro") as store:
         number = version if version is not None else store.require_head(scope)
         snapshot = store.get(scope, number)
+        records = health(store.uses(scope))
     if json_out:
         _echo_json(
             {
                 "scope": scope,
                 "version": snapshot.version,
                 "workflows": [w.model_dump(mode="json", exclude={"provenance"}) for w in snapshot.workflows],
+                "calls": {name: r.model_dump(exclude={"recent"}) for name, r in records.items()},
             }
         )
         return
     typer.echo(f"# {scope} version {snapshot.version} ({snapshot.author}, {snapshot.created_at})")
     typer.echo("")
     typer.echo(render_workflows(snapshot.workflows, chosen), nl=False)
+    if records:
+        typer.echo("")
+        typer.echo("# calls (every version of the scope, as run_workflow)")
+        for name, r in records.items():
+            last = f"; last break: {r.last_break}" if r.last_break else ""
+            typer.echo(f"{name}: {r.calls} call(s), {r.completions} ran to the end, {r.breaks} broke{last}")
 
 
 @app.command("diff")

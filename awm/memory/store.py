@@ -68,7 +68,32 @@ CREATE TABLE IF NOT EXISTS versions (
     PRIMARY KEY (scope, version)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS heads (scope TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS workflow_uses (
+    scope TEXT NOT NULL,
+    trajectory_id TEXT NOT NULL,
+    call INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    completed INTEGER NOT NULL,
+    steps_run INTEGER NOT NULL,
+    steps_total INTEGER NOT NULL,
+    error TEXT NOT NULL,
+    recorded_at TEXT NOT NULL,
+    PRIMARY KEY (scope, trajectory_id, call)
+) WITHOUT ROWID;
 """
+
+
+class WorkflowUse(NamedTuple):
+    """One `run_workflow` call of one episode, as the memory keeps it (`awm.memory.health` reads them)."""
+
+    trajectory_id: str
+    call: int  # its place among the episode's calls
+    name: str
+    completed: bool
+    steps_run: int
+    steps_total: int
+    error: str  # why it stopped (the broken step), empty when it ran to the end
+    recorded_at: str = ""
 
 
 class UnknownScopeError(DataError):
@@ -454,7 +479,37 @@ class WorkflowStore:
             for v, p, a, c, n, m in rows
         ]
 
+    def uses(self, scope: str) -> list[WorkflowUse]:
+        """Every recorded workflow call of a scope, in the order they were recorded (empty in a
+        database made before calls were recorded)."""
+        try:
+            rows = self._db.execute(
+                "SELECT trajectory_id, call, name, completed, steps_run, steps_total, error, recorded_at"
+                " FROM workflow_uses WHERE scope = ? ORDER BY recorded_at, trajectory_id, call",
+                (scope,),
+            ).fetchall()
+        except sqlite3.OperationalError:  # opened read-only, from before the table existed
+            return []
+        return [WorkflowUse(t, c, n, bool(done), r, total, e, at) for t, c, n, done, r, total, e, at in rows]
+
     # --- writes -----------------------------------------------------------------------------------
+
+    def record_uses(self, scope: str, uses: Sequence[WorkflowUse]) -> int:
+        """Keep an episode's workflow calls; a call already kept (a resumed run) is not counted twice.
+        Returns how many were new."""
+        at = utc_now()
+        rows = [
+            (scope, u.trajectory_id, u.call, u.name, int(u.completed), u.steps_run, u.steps_total, u.error, at)
+            for u in uses
+        ]
+        with self._write() as db:
+            before = db.total_changes
+            db.executemany(
+                "INSERT OR IGNORE INTO workflow_uses (scope, trajectory_id, call, name, completed, steps_run,"
+                " steps_total, error, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            return db.total_changes - before
 
     def commit(
         self,

@@ -51,6 +51,7 @@ NOT_MIND2WEB_FIELDS = {
     "workflows": "workflows are shown as text",
     "scope": "each website reads its own scope, mind2web/<website>",
     "verify": "there is no page to replay on",
+    "retire_window": "there is no workflow to call: workflows are shown as text",
     "offline_from": "offline memory is induced from the train split of data",
     "workers": "its tasks run one after another",
     "parallel_backend": "its tasks run one after another",
@@ -72,6 +73,9 @@ class PipelineConfig(BaseModel):
     as a `run_workflow` action. `scope`: ``task`` reads the task's own scope; ``benchmark`` reads every
     scope of the benchmark (top-k by goal), while commits still go to the task's own scope. `verify`:
     ``replay`` commits a new workflow only after it re-ran on its source task and succeeded.
+    `retire_window`: an online arm keeps every `run_workflow` call in the memory and retires (a new
+    version without it) a workflow whose breaks outnumber its completions over its last
+    `retire_window` calls (`awm.memory.health`); 0 never retires.
 
     `workers` episodes run at once (local processes or Ray, one browser each): memory-off, fixed and
     offline arms fan out fully; online arms run scopes in parallel and each scope's stream in order.
@@ -107,6 +111,7 @@ class PipelineConfig(BaseModel):
     workflows: Literal["text", "executable"] = "text"
     scope: Literal["task", "benchmark"] = "task"
     verify: Literal["replay", "off"] = "replay"
+    retire_window: int = Field(default=4, ge=0)
     offline_from: list[Path] = Field(default_factory=list)
     workers: int = Field(default=1, ge=1)
     parallel_backend: Literal["local", "ray"] = "local"

@@ -27,7 +27,13 @@ from awm.config import Settings
 from awm.evaluation.success import is_success
 from awm.llm.usage import PurposeUsage
 from awm.pipeline.config import PipelineConfig
-from awm.pipeline.online import commit_point, commit_points, online_message, resolve_stream
+from awm.pipeline.online import (
+    commit_point,
+    commit_points,
+    note_workflow_calls,
+    online_message,
+    resolve_stream,
+)
 from awm.pipeline.parallel import EpisodeJob, PoolConfig, job_for, run_jobs
 from awm.pipeline.progress import ArmBar, progress_board
 from awm.pipeline.stages import Clients, PipelineContext, PipelineStageError, evaluate_stage
@@ -207,12 +213,15 @@ class _Stream:
             self.trajectories[task.key] = evaluated
             row.status = "evaluated"
             row = self.state.put(row)
+        retired = note_workflow_calls(self.ctx, task, self.trajectories[task.key]) if self.induce else ""
         if self.induce and task.key in self.points:
             self.bar.note("induce", task.key)
             message = online_message(task.key)
             row.commit_message = message
             batch = [self.trajectory(self._evaluated_row(member)) for member in self.points[task.key]]
             row.induction = commit_point(self.ctx, task, batch, message)
+        if retired:
+            row.induction = "; ".join(part for part in (retired, row.induction) if part)
         row.memory_version_after = self.ctx.head_version(task.scope) if self.ctx.has_memory else None
         row.status = "done"
         self.state.put(row)

@@ -60,6 +60,27 @@ def online_message(task_key: str) -> str:
     return f"online after {task_key}"
 
 
+def note_workflow_calls(ctx: PipelineContext, task: Task, trajectory: Trajectory) -> str:
+    """Keep the episode's `run_workflow` calls in the memory (its scope's record of which workflows
+    hold) and retire the ones that keep breaking (`awm.memory.health`); what was retired, in words,
+    or "". Safe to repeat on a resumed run: a call is kept once, a retired workflow is gone from the head.
+
+    Online arms only: an offline or fixed memory is frozen for the whole run."""
+    from awm.memory.health import retire_broken, uses_of
+
+    uses = uses_of(trajectory)
+    if not uses:
+        return ""
+    ctx.store.record_uses(task.scope, uses)
+    if not ctx.config.retire_window:
+        return ""
+    version, retired = retire_broken(
+        ctx.store, task.scope, window=ctx.config.retire_window,
+        provenance={"run_dir": str(ctx.run_dir), "task_key": task.key, "trajectory_id": trajectory.trajectory_id},
+    )  # fmt: skip
+    return f"retired {', '.join(retired)} in version {version.version}" if version is not None else ""
+
+
 def commit_point(ctx: PipelineContext, task: Task, batch: list[Trajectory], message: str) -> str:
     """Admit, induce and commit from a batch of the scope's trajectories (once, even if resumed).
 
