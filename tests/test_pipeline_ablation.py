@@ -350,6 +350,11 @@ def test_config_errors_name_the_arm_and_field(tmp_path: Path) -> None:
     path.write_text(head + '[[arm]]\nname = "a b"\n')
     with pytest.raises(ConfigError, match="arm name 'a b'"):
         load_ablation(path)
+    # an offline arm's inputs are checked before any arm runs (not after the arms before it)
+    path.write_text(head + '[[arm]]\nname = "off"\nmemory = "off"\n[[arm]]\nname = "x"\nmemory = "offline"\n'
+                    'offline_from = ["no/such/run"]\n')  # fmt: skip
+    with pytest.raises(ConfigError, match=r"arm 'x': offline_from \S*no/such/run does not exist"):
+        load_ablation(path)
 
 
 def test_shipped_configs_load() -> None:

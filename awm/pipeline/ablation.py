@@ -129,6 +129,12 @@ def load_ablation(
             )
         except ConfigError as exc:
             raise ConfigError(f"arm '{spec.name}': {exc}") from None
+        missing = [str(p) for p in config.offline_from if config.memory == "offline" and not p.exists()]
+        if missing:  # said now, not after the arms before it have run
+            raise ConfigError(
+                f"{path}: arm '{spec.name}': offline_from {', '.join(missing)} does not exist (a run folder or "
+                "trajectory file; relative paths are read from the working directory)"
+            )
         arms.append(PlannedArm(name=spec.name, config=config, overrides=overrides))
     if ablation.budget_matched:
         _budget_arms(ablation, arms, path)
@@ -373,7 +379,7 @@ def run_ablation(
         for table in rich_tables(report):
             console.print(table)
         console.print(f"results: {path}")
-    failed = [f"{r.arm} (repeat {r.repeat}) at stage {r.failed_stage}" for r in runs if r.failed_stage]
+    failed = [f"{r.arm} (repeat {r.repeat}) at stage {r.failed_stage}: {r.error}" for r in runs if r.failed_stage]
     if failed:
         raise StageError(
             f"{len(failed)} arm run(s) stopped: {'; '.join(failed)}. The report in {path} shows what finished; "
