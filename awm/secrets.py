@@ -26,6 +26,12 @@ _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 M = TypeVar("M", bound=BaseModel)
 
 
+def is_placeholder(value: str) -> bool:
+    """Is this recorded value a secret's placeholder (`{password}`)? A run records what it typed, and
+    the only typed value it records as a placeholder is a secret's (`Secrets.redact`)."""
+    return _PLACEHOLDER.fullmatch(value.strip()) is not None
+
+
 class Secrets:
     """Named secret values for one episode (empty: nothing is secret, every value is typed as given)."""
 

@@ -337,3 +337,16 @@ def test_a_case_the_goal_names_becomes_a_parameter_so_the_next_seed_can_ask_for_
     assert filled.steps[0].value == "kanesha" and filled.steps[0].post == StepCheck(kind="value_is", value="kanesha")
     same = instantiate(workflow, bind_parameters(workflow, trajectory.task.goal))
     assert same.steps[0].value == "MYRON"
+
+
+def test_a_secret_typed_as_its_placeholder_gets_no_value_check() -> None:
+    """The arena records a login's password as `{password}` (the executor typed the secret): a check
+    against the placeholder could never pass, so the step has none; the username keeps its check."""
+    goal = "As erin (password {password}), open the roadmap."
+    workflow = _one(_traj("login-erin", goal, [
+        ("fill", {"bid": "16", "value": "erin"}, TargetDesc(role="textbox", label="Username:"), ""),
+        ("fill", {"bid": "19", "value": "{password}"}, TargetDesc(role="textbox", label="Password:"), ""),
+        ("click", {"bid": "20"}, TargetDesc(role="button", label="Login"), ""),
+    ], scope="sites/trac/open-roadmap"))  # fmt: skip
+    assert [s.value for s in workflow.steps] == ["{username}", "{password}", ""]
+    assert [s.post for s in workflow.steps] == [StepCheck(kind="value_is", value="{username}"), None, None]

@@ -54,6 +54,7 @@ from awm.memory.workflow import (
     Workflow,
     WorkflowStep,
 )
+from awm.secrets import is_placeholder
 from awm.trajectory import Trajectory
 
 _SLUG = re.compile(r"[^a-z0-9]+")
@@ -338,13 +339,25 @@ def workflow_name(steps: Sequence[AbstractStep]) -> str:
     return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 3].rstrip(", ") + "..."
 
 
+def value_check(step: AbstractStep, value: str) -> StepCheck | None:
+    """The `value_is` check of a fill or a selection: the field must show the value afterwards.
+
+    None for a secret (the teaching step typed `{password}`): the executor types the secret's value,
+    which the workflow never holds, so a check against the placeholder could never pass (every login
+    workflow of the arena was refused by its replay for this), and a password field's value is not
+    read back anyway."""
+    if step.action not in VALUE_CHECK_ACTIONS or is_placeholder(step.value):
+        return None
+    return StepCheck(kind="value_is", value=value)
+
+
 def workflow_from_group(members: Sequence[AbstractTrajectory], *, admission: str) -> Workflow:
     """One workflow for a group of members with equal signatures (placeholders for task values)."""
     plans = _plan_steps(members)
     first = members[0]
     steps = []
     for step, plan in zip(first.steps, plans, strict=True):
-        post = StepCheck(kind="value_is", value=plan.value) if step.action in VALUE_CHECK_ACTIONS else None
+        post = value_check(step, plan.value)
         steps.append(
             WorkflowStep(
                 reasoning=step_reasoning(step, plan),
