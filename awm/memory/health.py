@@ -33,13 +33,15 @@ class WorkflowHealth(BaseModel):
     completions: int = 0
     breaks: int = 0
     last_break: str = ""  # the broken step and why, from the most recent break
-    recent: list[bool] = []  # completed? for each of the last `RETIRE_WINDOW` calls, oldest first
+    recent: list[bool] = []  # completed? for each of its last calls (the window `health` was given), oldest first
 
-    def keeps_breaking(self, window: int = RETIRE_WINDOW) -> bool:
-        """Breaks outnumber completions over the last `window` calls (at least `RETIRE_MIN_CALLS`)."""
-        last = self.recent[-window:]
-        broke = sum(not done for done in last)
-        return len(last) >= RETIRE_MIN_CALLS and broke > len(last) - broke
+    @property
+    def recent_breaks(self) -> int:
+        return sum(not done for done in self.recent)
+
+    def keeps_breaking(self) -> bool:
+        """Breaks outnumber completions over its recent calls (at least `RETIRE_MIN_CALLS` of them)."""
+        return len(self.recent) >= RETIRE_MIN_CALLS and self.recent_breaks > len(self.recent) - self.recent_breaks
 
 
 def uses_of(trajectory: Trajectory) -> list[WorkflowUse]:
@@ -74,15 +76,15 @@ def retire_broken(
     """Commit a version of `scope` without the workflows that keep breaking (see `keeps_breaking`);
     (None, []) when none of the head's workflows does. Safe to repeat: a retired workflow is no longer
     in the head, so a resumed run commits nothing twice."""
-    head = store.head(scope)
+    head = store.head_info(scope)  # names only: no workflow body is parsed unless one is retired
     if head is None:
         return None, []
     records = health(store.uses(scope), window)
-    broken = [w.name for w in head.workflows if w.name in records and records[w.name].keeps_breaking(window)]
+    broken = [name for name in head.names if name in records and records[name].keeps_breaking()]
     if not broken:
         return None, []
     reasons = "; ".join(
-        f"{name}: {sum(not d for d in records[name].recent)} of its last {len(records[name].recent)} calls broke"
+        f"{name}: {records[name].recent_breaks} of its last {len(records[name].recent)} calls broke"
         f" (last: {records[name].last_break[:160]})"
         for name in broken
     )
