@@ -169,3 +169,31 @@ def test_the_context_reads_its_own_store_and_none_without_memory(
         config=config.model_copy(update={"memory": "off"}), run_dir=tmp_path, store=None, **unused
     )
     assert off.view_for(task("login-user")) is None
+
+
+def test_a_site_scope_reads_the_sites_other_templates_top_k_and_commits_stay_per_template(
+    store: WorkflowStore,
+) -> None:
+    store.commit("sites/trac/ticket-create", [wf("create ticket", "Summary")], parent=None, author="rule")
+    store.commit("sites/trac/ticket-priority", [wf("set priority", "Priority")], parent=None, author="rule")
+    store.commit("sites/trac/wiki-edit", [wf("edit wiki", "Page")], parent=None, author="rule")
+    store.commit("sites/shop/cart-add", [wf("add to cart", "Quantity")], parent=None, author="rule")
+    priority = task("trac.ticket-priority", "sites").model_copy(update={"scope": "sites/trac/ticket-priority"})
+    config = PipelineConfig(benchmark="sites", tasks=["trac"], scope="site", k=2, workflows="executable")
+    assert read_scope(config, priority) == "sites/trac"
+    view = memory_view(store, config, priority)
+    assert (view.scope, view.mode, view.k, view.use) == ("sites/trac", "topk", 2, "executable")
+    # its own template and the other site are left out: the arm measures what other templates teach
+    assert view.versions == {"sites/trac/ticket-create": 1, "sites/trac/wiki-edit": 1}
+    assert [w.name for w in view.workflows] == ["create ticket", "edit wiki"]
+
+
+def test_a_site_scope_needs_the_arena_and_a_scope_with_a_site_level() -> None:
+    from awm.errors import ConfigError
+    from awm.pipeline.stages import site_scope
+
+    with pytest.raises(ValueError, match="scope 'site'.*benchmark = 'sites'"):
+        PipelineConfig(tasks=["login-user"], scope="site")
+    assert site_scope("sites/shop/cart-add") == "sites/shop"
+    with pytest.raises(ConfigError, match="'miniwob/login-user' has no site level"):
+        site_scope("miniwob/login-user")

@@ -162,6 +162,27 @@ def test_paired_comparison_pairs_by_task_and_repeat() -> None:
     assert c.sign_test_p == pytest.approx(0.5)  # 2 wins, 0 losses: 2 * (1/4)
 
 
+def test_paired_comparison_names_the_templates_only_one_arm_ever_solved() -> None:
+    def run(arm: str, solved: dict[str, bool]) -> ArmRun:
+        trajectories = []
+        for name, ok in solved.items():
+            t = _traj(0, reward=float(ok), end="done")
+            task = t.task.model_copy(update={"task_id": f"browsergym/sites.trac.{name}"})
+            trajectories.append(t.model_copy(update={"task": task, "trajectory_id": f"{arm}-{name}"}))
+        return ArmRun(arm=arm, repeat=1, run_dir=arm, trajectories=trajectories)
+
+    off = run("off", {"create": True, "close": True, "search": False, "edit": False})
+    memory = run("memory", {"create": True, "close": False, "search": True, "edit": True})
+    report = _report([off, memory], 1)
+    (c,) = report.comparisons
+    assert c.solved_only_by_b == ["sites.trac.edit", "sites.trac.search"]
+    assert c.solved_only_by_a == ["sites.trac.close"]
+    from awm.pipeline.report_render import render_markdown
+
+    row = "| memory | off | sites.trac.edit, sites.trac.search | sites.trac.close |"
+    assert row in render_markdown(report)
+
+
 def test_with_repeats_the_task_is_the_unit_of_the_interval() -> None:
     # 4 tasks x 3 repeats: tasks 0 and 1 always solved, task 2 once, task 3 never.
     pattern = {0: [1, 1, 1], 1: [1, 1, 1], 2: [1, 0, 0], 3: [0, 0, 0]}

@@ -116,9 +116,16 @@ def merge_scopes(heads: Sequence[tuple[str, Sequence[Workflow]]]) -> list[Workfl
 
 
 def view_over_prefix(
-    store: WorkflowStore, prefix: str, *, mode: ViewMode = "topk", k: int = 3, use: WorkflowUse = "text"
+    store: WorkflowStore,
+    prefix: str,
+    *,
+    mode: ViewMode = "topk",
+    k: int = 3,
+    use: WorkflowUse = "text",
+    exclude: str | None = None,
 ) -> MemoryView:
-    """Every scope under `prefix` at its head, merged into one view (`merge_scopes`, scopes sorted).
+    """Every scope under `prefix` at its head, merged into one view (`merge_scopes`, scopes sorted);
+    `exclude` leaves one scope out (a site-scope arm reads only the site's *other* templates).
 
     `versions` holds each scope's head version and `version` is None: no single version describes the
     view. No scope under the prefix yet: an empty view, not an error.
@@ -129,6 +136,8 @@ def view_over_prefix(
     heads: list[tuple[str, Sequence[Workflow]]] = []
     versions: dict[str, int] = {}
     for scope in scopes_under(store.scopes(), prefix):
+        if scope == exclude:
+            continue
         head = store.head(scope)
         if head is None:  # cannot happen (a listed scope has a head, and heads are never removed)
             continue

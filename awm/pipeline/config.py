@@ -70,8 +70,9 @@ class PipelineConfig(BaseModel):
     (read an existing memory database, `Settings.memory_db`, without writing it). `memory_scope` makes
     every task read that one scope instead of its own (``fixed`` only: `awm run --memory SCOPE`).
     `workflows`: ``text`` shows workflows in the prompt; ``executable`` also offers each runnable one
-    as a `run_workflow` action. `scope`: ``task`` reads the task's own scope; ``benchmark`` reads every
-    scope of the benchmark (top-k by goal), while commits still go to the task's own scope. `verify`:
+    as a `run_workflow` action. `scope`: ``task`` reads the task's own scope; ``site`` (the arena) reads
+    the other templates of the task's site (top-k by goal: what the site taught elsewhere); ``benchmark``
+    reads every scope of the benchmark (top-k by goal); commits always go to the task's own scope. `verify`:
     ``replay`` commits a new workflow only after it re-ran on its source task and succeeded.
     `retire_window`: an online arm keeps every `run_workflow` call in the memory and retires (a new
     version without it) a workflow whose breaks outnumber its completions over its last
@@ -109,7 +110,7 @@ class PipelineConfig(BaseModel):
     memory_mode: Literal["all", "topk"] = "all"
     k: int = Field(default=3, ge=1)
     workflows: Literal["text", "executable"] = "text"
-    scope: Literal["task", "benchmark"] = "task"
+    scope: Literal["task", "site", "benchmark"] = "task"
     verify: Literal["replay", "off"] = "replay"
     retire_window: int = Field(default=4, ge=0)
     offline_from: list[Path] = Field(default_factory=list)
@@ -160,6 +161,11 @@ class PipelineConfig(BaseModel):
             raise ValueError("benchmark 'live' (pages named by URL) needs a goal, and only it takes one")
         if self.memory_scope is not None and self.memory != "fixed":
             raise ValueError("memory_scope reads one existing scope: it needs memory = 'fixed'")
+        if self.scope == "site" and self.benchmark != "sites":
+            raise ValueError(
+                "scope 'site' reads the other templates of an arena site: it needs benchmark = 'sites' "
+                "(use 'task' or 'benchmark' elsewhere)"
+            )
         return self
 
     def result_fields(self) -> dict[str, Any]:

@@ -154,6 +154,8 @@ class PairedComparison(BaseModel):
     mean_tokens_diff: float | None = None
     mean_steps_diff: float | None = None
     mean_llm_calls_diff: float | None = None
+    solved_only_by_b: list[str] = Field(default_factory=list)  # task ids (templates) B solved, A never did
+    solved_only_by_a: list[str] = Field(default_factory=list)  # ... and the other way round
 
 
 class BudgetMatch(BaseModel):
@@ -318,6 +320,8 @@ def compare(a: str, b: str, rows: Sequence[ArmEpisode]) -> PairedComparison:
         return mean(paired_diffs(tasks_a, tasks_b, keys, value))
 
     success = paired_test(paired_diffs(tasks_a, tasks_b, keys, succeeded))
+    solved_a = solved_task_ids([r for r in rows if r.arm == a and r.key in keys])
+    solved_b = solved_task_ids([r for r in rows if r.arm == b and r.key in keys])
     return PairedComparison(
         arm_a=a,
         arm_b=b,
@@ -332,7 +336,15 @@ def compare(a: str, b: str, rows: Sequence[ArmEpisode]) -> PairedComparison:
         mean_tokens_diff=mean_diff(lambda r: float(r.prompt_tokens + r.completion_tokens)),
         mean_steps_diff=mean_diff(lambda r: float(r.steps)),
         mean_llm_calls_diff=mean_diff(lambda r: float(r.llm_calls)),
+        solved_only_by_b=sorted(solved_b - solved_a),
+        solved_only_by_a=sorted(solved_a - solved_b),
     )
+
+
+def solved_task_ids(rows: Sequence[ArmEpisode]) -> set[str]:
+    """The task ids (an arena template, a MiniWoB++ task) solved in at least one of `rows`' episodes, over
+    every seed and repeat: "which templates did this arm ever solve" (pure)."""
+    return {r.task_id for r in rows if r.success}
 
 
 def build_report(

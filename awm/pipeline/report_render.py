@@ -219,7 +219,26 @@ def _paired_sections(report: AblationReport) -> list[str]:
             "",
             *_paired_table(report.budget_comparisons),
         )
+    lines += _solved_only_section(report)
     return lines
+
+
+def _solved_only_section(report: AblationReport) -> list[str]:
+    """Which task ids (arena templates) an arm solved that the baseline (and budget-matched) never did:
+    the tasks memory made possible, not only a rate."""
+    rows = [
+        (c.arm_b, c.arm_a, ", ".join(c.solved_only_by_b) or "-", ", ".join(c.solved_only_by_a) or "-")
+        for c in (*report.comparisons, *report.budget_comparisons)
+    ]
+    if not any(r[2] != "-" or r[3] != "-" for r in rows):
+        return []
+    return section(
+        "Tasks one arm solved and the other never did",
+        "Task ids (an arena template, a MiniWoB++ task) solved in at least one episode of B and in none of "
+        "A's, over the paired tasks, and the other way round.",
+        "",
+        *md_table(("B", "A", "solved by B only", "solved by A only"), "llll", rows),
+    )
 
 
 def _budget_match_section(report: AblationReport) -> list[str]:

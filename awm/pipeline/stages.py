@@ -135,11 +135,28 @@ def run_config(config: PipelineConfig, settings: Settings) -> tuple[dict[str, An
 
 def read_scope(config: PipelineConfig, task: Task) -> str:
     """The scope a task's episode reads: the arm's fixed `memory_scope`; else, with ``scope =
-    "benchmark"``, the task's benchmark as a prefix (``miniwob``); else the task's own scope.
+    "benchmark"``, the task's benchmark as a prefix (``miniwob``); with ``scope = "site"``, the task's
+    site (``sites/trac`` for ``sites/trac/ticket-priority``); else the task's own scope.
     Commits always go to the task's own scope."""
     if config.memory_scope:
         return config.memory_scope
-    return task.benchmark if config.scope == "benchmark" else task.scope
+    if config.scope == "benchmark":
+        return task.benchmark
+    if config.scope == "site":
+        return site_scope(task.scope)
+    return task.scope
+
+
+def site_scope(scope: str) -> str:
+    """The site a template's scope sits under: ``sites/trac/ticket-priority`` -> ``sites/trac`` (pure);
+    a clear error for a scope with no site level (only the arena's scopes have one)."""
+    parts = scope.split("/")
+    if len(parts) < 3:
+        raise ConfigError(
+            f"scope = 'site' reads the other templates of a task's site, but the task's scope {scope!r} has "
+            "no site level (the arena's scopes look like sites/<site>/<template>)"
+        )
+    return "/".join(parts[:-1])
 
 
 def is_prefix_scope(store: WorkflowStore, scope: str) -> bool:
@@ -156,12 +173,16 @@ def memory_view(store: WorkflowStore, config: PipelineConfig, task: Task) -> Mem
     A fixed `memory_scope` or ``scope = "task"``: one scope's head, shown as `memory_mode` says (a fixed
     scope that is a prefix of others reads them all, top-k, see `is_prefix_scope`).
     ``scope = "benchmark"``: every scope under the task's benchmark (`view_over_prefix`), always
-    top-k by the goal (a benchmark's workflows together would crowd the prompt). `use` is the arm's
-    `workflows` setting either way.
+    top-k by the goal (a benchmark's workflows together would crowd the prompt). ``scope = "site"``:
+    every *other* template of the task's site, top-k by the goal: what a site teaches a template it has
+    not taught yet (its own workflows are left out, so the arm measures transfer between templates).
+    `use` is the arm's `workflows` setting either way.
     """
     from awm.memory.view import view_at_head, view_over_prefix
 
     scope = read_scope(config, task)
+    if not config.memory_scope and config.scope == "site":
+        return view_over_prefix(store, scope, mode="topk", k=config.k, use=config.workflows, exclude=task.scope)
     if (not config.memory_scope and config.scope == "benchmark") or is_prefix_scope(store, scope):
         return view_over_prefix(store, scope, mode="topk", k=config.k, use=config.workflows)
     return view_at_head(store, scope, mode=config.memory_mode, k=config.k, use=config.workflows)
