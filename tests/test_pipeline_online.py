@@ -80,6 +80,29 @@ def test_offline_arm_freezes_memory_induced_from_an_earlier_run(tmp_path: Path) 
 
 
 @pytest.mark.browser
+def test_offline_then_online_seeds_the_memory_and_keeps_growing_it(tmp_path: Path) -> None:
+    fixtures = Path(__file__).parent / "fixtures" / "trajectories"
+    config = parse_pipeline_table(
+        {
+            "name": "offline-online-t",
+            "tasks": ["login-user"],
+            "seeds": [0, 1],
+            "policy": "scripted",
+            "memory": "online",
+            "offline_from": [str(fixtures)],
+        }
+    )
+    result = run_arm(config, load_settings(), tmp_path / "run", show_progress=False)
+    assert result.ok, result.error
+    seen = [(v.memory_version_seen, v.memory_version_after) for v in result.versions]
+    assert seen == [(1, 2), (2, 3)]  # the first test task already reads the memory induced from the sources
+    with WorkflowStore(tmp_path / "run" / "memory.sqlite") as store:
+        log = store.log("miniwob/login-user")
+    assert log[0].message.startswith("offline rule from 1 source(s)")
+    assert [v.message for v in log[1:]] == [f"online after {LOGIN}#0", f"online after {LOGIN}#1"]
+
+
+@pytest.mark.browser
 def test_online_arm_with_two_workers_runs_scopes_in_parallel_and_each_scope_in_order(tmp_path: Path) -> None:
     config = parse_pipeline_table(
         {

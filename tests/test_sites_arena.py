@@ -100,17 +100,25 @@ def test_an_instance_is_a_plain_browsergym_task() -> None:
         env.close()
 
 
-def test_a_login_task_leaves_no_trace_of_the_password(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def login_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, subprocess.CompletedProcess]:
+    """A forum login template's train instance solved by its demonstration through `awm run` (no model):
+    (the run folder, the account's password, the finished process)."""
     template = next(t for t in load_templates().values() if t.login is not None and t.site == "forum")
     number = template.numbers("train")[0]
     password = get_site(template.site).account(template.login or "").password
-    out = tmp_path / "run"
+    out = tmp_path_factory.mktemp("login") / "run"
     done = subprocess.run(
         [sys.executable, "-m", "awm.cli", "run", "--benchmark", "sites", "--tasks", f"{template.key}#{number}",
          "--policy", "scripted", "--out", str(out)],
         capture_output=True, text=True, timeout=300, cwd=REPO,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+    return out, password, done
+
+
+def test_a_login_task_leaves_no_trace_of_the_password(login_run: tuple[Path, str, subprocess.CompletedProcess]) -> None:
+    out, password, done = login_run
     files = [p for p in out.rglob("*") if p.is_file()]
     assert any(p.suffix == ".png" for p in files) and any(p.name == "run.sqlite" for p in files)
     leaked = [str(p) for p in files if password.encode() in p.read_bytes()]
@@ -118,6 +126,32 @@ def test_a_login_task_leaves_no_trace_of_the_password(tmp_path: Path) -> None:
     text = "\n".join(p.read_text(errors="replace") for p in files if p.suffix in (".json", ".jsonl", ".md", ".html"))
     assert "{password}" in text  # what was typed is recorded as the placeholder
     assert password not in done.stdout + done.stderr
+
+
+def test_replay_admission_on_a_real_site_keeps_what_the_check_said_and_refuses_a_workflow_that_stops_short(
+    login_run: tuple[Path, str, subprocess.CompletedProcess], tmp_path: Path
+) -> None:
+    from awm.config import BrowserSettings
+    from awm.induction.rule import induce_rule
+    from awm.pipeline.replay import ReplayGate, verify_candidates
+    from awm.trajectory import load_trajectories
+
+    out, password, _ = login_run
+    [demonstration] = load_trajectories(out / "trajectories")
+    [good], _ = induce_rule([demonstration], admission="gt")
+    short = good.model_copy(update={"name": "stops short", "steps": good.steps[:-1]})  # never opens the profile
+    gate = ReplayGate(tmp_path, BrowserSettings(pre_observation_delay=0.3, slow_mo_ms=0))
+    try:
+        passed, refused = verify_candidates(gate, [good, short], [demonstration])
+    finally:
+        gate.close()
+    assert [w.name for w in passed] == [good.name]
+    verdict = passed[0].provenance.replay_verdict
+    assert verdict.startswith("success (") and "FAILED" not in verdict  # what the site's check found, in words
+    replay = tmp_path / "replays" / f"{passed[0].provenance.replay_trajectory_id}.json"
+    assert replay.is_file() and password not in replay.read_text()
+    [why] = refused
+    assert why.startswith("stops short: every step ran, but the task did not succeed (reward 0.0): ") and "FAILED" in why
 
 
 @pytest.mark.llm

@@ -107,9 +107,9 @@ def replay_workflow(
     policy = ReplayPolicy(workflow, params, scope=source.task.scope)
     trajectory = run_episode(session, policy, task, HarnessConfig(max_steps=1), on_step=on_step)
     trajectory.meta["replay_of"] = source.trajectory_id
-    ok = is_success(trajectory)
-    if ok:
-        return ReplayResult(ok=True, trajectory=trajectory, reason="success")
+    detail = check_detail(trajectory)
+    if is_success(trajectory):
+        return ReplayResult(ok=True, trajectory=trajectory, reason=f"success ({detail})" if detail else "success")
     call = trajectory.workflow_calls[0] if trajectory.workflow_calls else None
     if call is not None and not call.completed:
         reason = f"replay stopped at {call.error}"
@@ -119,7 +119,17 @@ def replay_workflow(
     else:
         raw = trajectory.verdict.raw_reward if trajectory.verdict.raw_reward is not None else trajectory.verdict.reward
         reason = f"every step ran, but the task did not succeed (reward {raw})"
+        reason += f": {detail}" if detail else ""
     return ReplayResult(ok=False, trajectory=trajectory, reason=reason)
+
+
+def check_detail(trajectory: Trajectory) -> str:
+    """What the task's own success check said, in words, where the benchmark gives one (an arena site's
+    check: "ticket #7: priority is 'high'"); empty elsewhere. Kept in the workflow's provenance so a
+    reader sees what the replay proved, not only that it passed."""
+    info = trajectory.meta.get("env_info")
+    detail = info.get("check") if isinstance(info, dict) else None
+    return " ".join(str(detail).split()) if detail else ""
 
 
 class ReplayGate:
