@@ -124,8 +124,9 @@ def test_targetless_steps_keep_the_action_only_and_empty_trajectories_are_skippe
     )
     workflows, report = induce_rule([a, b, empty, failed])
     assert len(workflows) == 1
-    assert workflows[0].abstract_signature() == (("scroll", "", ""), ("send_msg_to_user", "", ""))
-    assert [s.value for s in workflows[0].steps] == ["0, 200", "{send_msg_to_user}"]
+    # the answers (42, 7) are read off the page, not stated by the goal: the workflow ends before them
+    assert workflows[0].abstract_signature() == (("scroll", "", ""),)
+    assert [s.value for s in workflows[0].steps] == ["0, 200"]
     assert report.skipped_empty == ["empty", "failed"]
 
 
@@ -239,3 +240,30 @@ def test_a_quoted_value_replaces_only_its_quoted_occurrence_and_spacing_is_colla
     )
     other = 'Enter "bo" as first name, "bo li" as full name (ann is fine).'
     assert bind_parameters(workflow, other) == {"first_name": "bo", "full_name": "bo li"}
+
+
+def test_an_answer_read_off_the_page_is_left_to_the_agent_and_a_stated_one_is_kept():
+    """An information task on an ordinary shop: open the product the goal names, answer its price. The
+    price was read on the product page (each task's differs), so the workflow stops on that page; a
+    reply the goal dictates ("reply 'done'") is a value of the task and stays."""
+    link = TargetDesc(role="link", label="Desk lamp")
+    other = TargetDesc(role="link", label="Floor lamp")
+    asked = [
+        _traj("a", [("click", {"bid": "4"}, link), ("send_msg_to_user", {"text": "$12"}, None)],
+                goal='What does the "Desk lamp" cost?'),
+        _traj("b", [("click", {"bid": "9"}, other), ("send_msg_to_user", {"text": "$12"}, None)],
+                goal='What does the "Floor lamp" cost?'),
+    ]  # fmt: skip
+    [workflow], report = induce_rule(asked, admission="gt")
+    assert [(s.action, s.target.label) for s in workflow.steps] == [("click", "{link}")]  # same answer twice: still read
+    assert workflow.parameters == ["link"] and report.skipped_empty == []
+
+    dictated = _traj(
+        "c", [("click", {"bid": "4"}, link), ("send_msg_to_user", {"text": "done"}, None)],
+        goal='Open the "Desk lamp" page and reply "done"',
+    )  # fmt: skip
+    [kept], _ = induce_rule([dictated], admission="gt")
+    assert [s.action for s in kept.steps] == ["click", "send_msg_to_user"] and kept.steps[1].value == "{send_msg_to_user}"
+
+    only_answered = _traj("d", [("send_msg_to_user", {"text": "42"}, None)], goal="How many lamps are there?")
+    assert induce_rule([only_answered], admission="gt") == ([], report.__class__(skipped_empty=["d"]))

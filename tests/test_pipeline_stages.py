@@ -62,7 +62,6 @@ def test_config_loads_pipeline_table_and_settings(tmp_path: Path) -> None:
         ("[pipeline]\nname = 'x'\n", "'tasks'"),
         ('[pipeline]\ntasks = ["click-test"]\nadmission = "judge"\n', "admission 'judge' needs judge = true"),
         ('[pipeline]\ntasks = ["click-test"]\nmemory = "offline"\n', "offline_from"),
-        ('[pipeline]\ntasks = ["click-test"]\nmemory = "off"\noffline_from = ["r"]\n', "memory 'off' reads none"),
         ('[pipeline]\ntasks = ["click-test"]\nscope = "site"\n', "scope 'site' reads the other templates"),
         ('[pipeline]\ntasks = ["click-test"]\n[llm]\ntemprature = 0.5\n', "unknown key 'llm.temprature'"),
         ('[pipeline]\ntasks = ["click-test"]\n[agent]\ngrammar = false\n', "unknown key 'agent.grammar'"),

@@ -22,6 +22,11 @@ Other values equal across all members stay literal. A value's parameter is named
 label (else role), a label's after its role; a parameter is identified by the goal part it comes
 from, so one part used twice (typed twice, or typed in two cases) is one parameter.
 
+An answer the goal does not state (``send_msg_to_user('minor')`` after opening the ticket asked about)
+is not kept: it was read off the page the procedure led to, and replaying it would give every later
+task the taught task's answer. The workflow ends where the answer is read, and the agent answers from
+that page (an answer the goal states, a parameter, is kept).
+
 Fills and selections get a ``value_is`` postcondition, the value the executor must see in the field
 afterwards; clicks get none, since a page's reaction to a click is not reliably recorded.
 Element ids quoted in the model's thoughts are removed, since they only held on the page that
@@ -34,7 +39,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from awm.actions import ACTION_SETS
 from awm.induction.abstraction import (
@@ -67,6 +72,8 @@ MATCH_ORDER = ("", "strip", "word", "lower", "upper", "title")
 LABEL_ACTIONS = frozenset({"click", "dblclick", "hover", "check", "uncheck", "select_option"})
 # Actions whose value is a key, a task value only when the goal quotes it.
 KEY_ACTIONS = frozenset({"press"})
+# Actions that answer the user: their text is read off the page unless the goal states it.
+ANSWER_ACTIONS = frozenset({"send_msg_to_user"})
 # Actions whose target holds the step's value afterwards: they get a ``value_is`` check.
 VALUE_CHECK_ACTIONS = frozenset({"fill", "select_option"})
 # Words a thought may hold and still only repeat its action (besides action and argument names).
@@ -351,8 +358,26 @@ def value_check(step: AbstractStep, value: str) -> StepCheck | None:
     return StepCheck(kind="value_is", value=value)
 
 
-def workflow_from_group(members: Sequence[AbstractTrajectory], *, admission: str) -> Workflow:
-    """One workflow for a group of members with equal signatures (placeholders for task values)."""
+def read_answers(members: Sequence[AbstractTrajectory]) -> set[int]:
+    """The indices of the members' answer steps whose text no member's goal states (pure): answers read
+    off the page, which a workflow must leave to the agent (see the module docstring)."""
+    goals = [m.goal for m in members]
+    return {
+        i
+        for i, step in enumerate(members[0].steps)
+        if step.action in ANSWER_ACTIONS and match_value([m.steps[i].value for m in members], goals) is None
+    }
+
+
+def workflow_from_group(members: Sequence[AbstractTrajectory], *, admission: str) -> Workflow | None:
+    """One workflow for a group of members with equal signatures (placeholders for task values); None
+    when nothing is left once the answers read off the page are dropped (`read_answers`)."""
+    dropped = read_answers(members)
+    first = members[0]
+    kept = [i for i in range(len(first.steps)) if i not in dropped]
+    if not kept:
+        return None
+    members = [replace(m, steps=tuple(m.steps[i] for i in kept)) for m in members]
     plans = _plan_steps(members)
     first = members[0]
     steps = []
@@ -399,6 +424,9 @@ def induce_rule(
     workflows: dict[tuple, Workflow] = {}
     for (scope, _), members in groups.items():
         workflow = workflow_from_group(members, admission=admission)
+        if workflow is None:  # they only answered, from the page: no procedure to keep
+            report.skipped_empty.extend(m.trajectory_id for m in members)
+            continue
         content = (scope, workflow.model_dump_json(exclude={"name", "provenance"}))
         ids = [m.trajectory_id for m in members]
         if content in workflows:

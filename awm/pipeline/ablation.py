@@ -129,7 +129,8 @@ def load_ablation(
             )
         except ConfigError as exc:
             raise ConfigError(f"arm '{spec.name}': {exc}") from None
-        missing = [str(p) for p in config.offline_from if not p.exists()]
+        reads = config.memory in ("offline", "online")
+        missing = [str(p) for p in config.offline_from if not p.exists()] if reads else []
         if missing:  # said now, not after the arms before it have run
             raise ConfigError(
                 f"{path}: arm '{spec.name}': offline_from {', '.join(missing)} does not exist (a run folder or "

@@ -67,8 +67,9 @@ class PipelineConfig(BaseModel):
     `memory`: ``off`` (solve + evaluate only), ``online`` (induce while solving: after every
     `induce_every` tasks of a scope, admit, induce and commit; the next task of the scope sees the new
     version; with `offline_from`, induced from it first: offline then online), ``offline`` (induce once
-    from `offline_from`, freeze, then solve read-only), ``fixed``
-    (read an existing memory database, `Settings.memory_db`, without writing it). `memory_scope` makes
+    from `offline_from`, freeze, then solve read-only), ``fixed`` (read an existing memory database,
+    `Settings.memory_db`, without writing it); `offline_from` is unused with ``off`` and ``fixed``, so
+    an ablation's base may hold it for its memory arms. `memory_scope` makes
     every task read that one scope instead of its own (``fixed`` only: `awm run --memory SCOPE`).
     `workflows`: ``text`` shows workflows in the prompt; ``executable`` also offers each runnable one
     as a `run_workflow` action. `scope`: ``task`` reads the task's own scope; ``site`` (the arena) reads
@@ -149,11 +150,6 @@ class PipelineConfig(BaseModel):
             raise ValueError(f"admission '{self.admission}' needs judge = true (the judge's label is read)")
         if self.memory == "offline" and not self.offline_from:
             raise ValueError("memory 'offline' needs offline_from = [run folders or trajectory files]")
-        if self.offline_from and self.memory not in ("offline", "online"):
-            raise ValueError(
-                f"offline_from seeds memory that is then frozen (memory = 'offline') or grown while solving "
-                f"(memory = 'online'); memory '{self.memory}' reads none"
-            )
         if self.seeds is not None and not self.seeds:
             raise ValueError("seeds is empty; give e.g. [0, 1]")
         if self.task_files and self.benchmark != "sites":

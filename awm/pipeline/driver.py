@@ -306,7 +306,7 @@ def run_arm(
         console.print(f"resuming {run_dir}: {done} task(s) done, {len(tasks) - done} to go")
     status = "failed"
     try:
-        if config.offline_from:  # offline, or offline then online: the seed memory first
+        if config.memory in ("offline", "online") and config.offline_from:  # offline then online too
             from awm.pipeline.offline import induce_from_sources
 
             induce_from_sources(ctx, tasks, console=console)
