@@ -107,3 +107,24 @@ def test_awm_replay_reexecutes_a_recorded_episode(tmp_path: Path) -> None:
     assert (folder / "trajectory.json").is_file() and (folder / "1.png").is_file()
     missing = subprocess.run([*awm, "replay", str(tmp_path), "x"], capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and "not a run folder" in missing.stderr
+
+
+def test_a_workflow_that_stops_where_the_answer_is_read_is_replayed_with_its_sources_answer() -> None:
+    from awm.pipeline.replay import with_source_answer
+    from awm.trajectory import Step, Task
+
+    def source(*steps: tuple[str, dict, TargetDesc | None]) -> Trajectory:
+        return Trajectory(
+            trajectory_id="s",
+            task=Task(task_id="t", goal='What does the "Desk lamp" cost?', scope="s", benchmark="sites"),
+            steps=[Step(index=i, action={"name": n, "args": a}, target=t) for i, (n, a, t) in enumerate(steps)],
+        )
+
+    link = TargetDesc(role="link", label="Desk lamp")
+    asked = source(("click", {"bid": "4"}, link), ("send_msg_to_user", {"text": "$12"}, None))
+    [workflow], _ = induce_rule([asked], admission="gt")
+    assert [s.action for s in workflow.steps] == ["click"]  # the answer is left to the agent...
+    replayed = with_source_answer(workflow, asked)  # ... and the replay gives the source's own
+    assert [(s.action, s.value) for s in replayed.steps] == [("click", ""), ("send_msg_to_user", "$12")]
+    navigated = source(("click", {"bid": "4"}, link))
+    assert with_source_answer(workflow, navigated) == workflow  # no answer in the source: as it is

@@ -132,6 +132,25 @@ def check_detail(trajectory: Trajectory) -> str:
     return " ".join(str(detail).split()) if detail else ""
 
 
+def with_source_answer(workflow: Workflow, source: Trajectory) -> Workflow:
+    """The workflow as its replay runs it: when the source ended by answering and the workflow does not
+    (rule induction leaves an answer read off the page to the agent, `awm.induction.rule`), the source's
+    own answer, as it was given, follows the workflow's last step. The replay then proves what the
+    workflow is for: it leads to the page the source's answer was read from."""
+    from awm.induction.abstraction import abstract_trajectory
+    from awm.induction.rule import ANSWER_ACTIONS
+
+    steps = abstract_trajectory(source).steps
+    if not steps or steps[-1].action not in ANSWER_ACTIONS:
+        return workflow
+    if workflow.steps and workflow.steps[-1].action in ANSWER_ACTIONS:
+        return workflow
+    if PLACEHOLDER.search(steps[-1].value):  # it would read as a parameter: left out, the replay tells
+        return workflow
+    answer = WorkflowStep(action=steps[-1].action, value=steps[-1].value)
+    return workflow.model_copy(update={"steps": [*workflow.steps, answer]})
+
+
 class ReplayGate:
     """Admission by replay for one run: a browser of its own (opened on first use), each replay's
     trajectory saved under ``<run>/replays/``. Only the driver uses it, at commit points."""
@@ -148,7 +167,8 @@ class ReplayGate:
             return False, f"not executable: {why}", ""
         if self._session is None:
             self._session = BrowserSession(self.browser)
-        result = replay_workflow(self._session, workflow, replay_values(workflow, source), source)
+        replayed = with_source_answer(workflow, source)
+        result = replay_workflow(self._session, replayed, replay_values(workflow, source), source)
         path = self.run_dir / REPLAYS_DIR / f"{result.trajectory.trajectory_id}.json"
         write_text_atomic(path, result.trajectory.to_json())
         return result.ok, result.reason, result.trajectory.trajectory_id
