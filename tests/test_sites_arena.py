@@ -138,20 +138,24 @@ def test_replay_admission_on_a_real_site_keeps_what_the_check_said_and_refuses_a
 
     out, password, _ = login_run
     [demonstration] = load_trajectories(out / "trajectories")
-    [good], _ = induce_rule([demonstration], admission="gt")
+    [good, log_in], _ = induce_rule([demonstration], admission="gt", parts=True)
+    assert [s.action for s in log_in.steps] == ["click", "fill", "fill", "click"] and log_in.provenance.part_of == good.name
     short = good.model_copy(update={"name": "stops short", "steps": good.steps[:-1]})  # never opens the profile
+    short_log_in = log_in.model_copy(update={"name": "its log in", "provenance": log_in.provenance.model_copy(update={"part_of": short.name})})
     gate = ReplayGate(tmp_path, BrowserSettings(pre_observation_delay=0.3, slow_mo_ms=0))
     try:
-        passed, refused = verify_candidates(gate, [good, short], [demonstration])
+        passed, refused = verify_candidates(gate, [good, log_in, short, short_log_in], [demonstration])
     finally:
         gate.close()
-    assert [w.name for w in passed] == [good.name]
+    assert [w.name for w in passed] == [good.name, log_in.name]  # a part is admitted with its whole's replay
+    assert passed[1].provenance.replay_trajectory_id == passed[0].provenance.replay_trajectory_id
     verdict = passed[0].provenance.replay_verdict
     assert verdict.startswith("success (") and "FAILED" not in verdict  # what the site's check found, in words
     replay = tmp_path / "replays" / f"{passed[0].provenance.replay_trajectory_id}.json"
     assert replay.is_file() and password not in replay.read_text()
-    [why] = refused
+    why, part_why = refused
     assert why.startswith("stops short: every step ran, but the task did not succeed (reward 0.0): ") and "FAILED" in why
+    assert part_why == "its log in: a part of 'stops short', which was not admitted"
 
 
 @pytest.mark.llm

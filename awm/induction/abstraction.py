@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from awm.errors import ActionParseError, DataError
 from awm.trajectory import Step, TargetDesc, Trajectory
@@ -48,6 +49,7 @@ class AbstractStep:
     label: str
     value: str
     thought: str
+    page: str = ""  # the path of the page it acted on (no query, no fragment): where a procedure's parts end
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -168,6 +170,7 @@ def abstract_step(step: Step, *, where: str = "") -> AbstractStep | None:
         label=_SPACE.sub(" ", target.label).strip(),
         value=action_value(action),
         thought=step.thought.strip(),
+        page=urlsplit(step.url).path if step.url else "",
     )
 
 

@@ -50,6 +50,7 @@ from awm.induction.abstraction import (
     abstract_trajectory,
     normalise,
 )
+from awm.induction.parts import split_parts
 from awm.memory.workflow import (
     CASE_PARAMETER,
     CASE_WORDS,
@@ -404,14 +405,15 @@ def workflow_from_group(members: Sequence[AbstractTrajectory], *, admission: str
 
 
 def induce_rule(
-    trajectories: Sequence[Trajectory], *, admission: str = ""
+    trajectories: Sequence[Trajectory], *, admission: str = "", parts: bool = False
 ) -> tuple[list[Workflow], RuleReport]:
     """Group admitted trajectories by (scope, abstract sequence) and emit one workflow per group.
 
     Groups that yield the same workflow once their labels are parameters (``click {link}`` taught by
     "Faucibus" and by "Tortor") are one workflow taught by both, named after the first. Groups keep
     the order in which their first member appears, and members the input order, so the result is
-    deterministic for a given input (the loaders sort by task key).
+    deterministic for a given input (the loaders sort by task key). With `parts`, each workflow is
+    followed by its reusable parts (`awm.induction.parts`), a part equal to one already emitted kept once.
     """
     report = RuleReport()
     groups: dict[tuple[str, tuple], list[AbstractTrajectory]] = {}
@@ -427,12 +429,17 @@ def induce_rule(
         if workflow is None:  # they only answered, from the page: no procedure to keep
             report.skipped_empty.extend(m.trajectory_id for m in members)
             continue
-        content = (scope, workflow.model_dump_json(exclude={"name", "provenance"}))
         ids = [m.trajectory_id for m in members]
-        if content in workflows:
-            workflow = workflows[content]
-            workflow.provenance.trajectory_ids.extend(ids)
-        else:
-            workflows[content] = workflow
-        report.groups.setdefault(workflow.name, []).extend(ids)
+        taught = [workflow]
+        if parts:
+            kept = [s for i, s in enumerate(members[0].steps) if i not in read_answers(members)]
+            taught += split_parts(workflow, kept, workflow_name)
+        for one in taught:
+            content = (scope, one.provenance.part_of != "", one.model_dump_json(exclude={"name", "provenance"}))
+            if content in workflows:
+                one = workflows[content]
+                one.provenance.trajectory_ids.extend(i for i in ids if i not in one.provenance.trajectory_ids)
+            else:
+                workflows[content] = one
+            report.groups.setdefault(one.name, []).extend(ids)
     return list(workflows.values()), report

@@ -74,6 +74,8 @@ class Provenance(BaseModel):
     # Replay verification (ASI): the replay episode's trajectory id and its verdict ("success" or why not).
     replay_trajectory_id: str = ""
     replay_verdict: str = ""
+    # A part of a longer workflow (`awm.induction.parts`): the whole's name; admitted with it.
+    part_of: str = ""
 
 
 class Workflow(BaseModel):

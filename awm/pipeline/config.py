@@ -52,6 +52,7 @@ NOT_MIND2WEB_FIELDS = {
     "scope": "each website reads its own scope, mind2web/<website>",
     "verify": "there is no page to replay on",
     "retire_window": "there is no workflow to call: workflows are shown as text",
+    "parts": "a Mind2Web task is one page per step: there are no pages to split a procedure at",
     "offline_from": "offline memory is induced from the train split of data",
     "workers": "its tasks run one after another",
     "parallel_backend": "its tasks run one after another",
@@ -76,6 +77,9 @@ class PipelineConfig(BaseModel):
     the other templates of the task's site (top-k by goal: what the site taught elsewhere); ``benchmark``
     reads every scope of the benchmark (top-k by goal); commits always go to the task's own scope. `verify`:
     ``replay`` commits a new workflow only after it re-ran on its source task and succeeded.
+    `parts`: rule induction also keeps each workflow's reusable parts, split where the pages say one
+    procedure ended (a form submitted, the goal's item opened: `awm.induction.parts`), so a site-scope
+    arm can serve a template from other templates' log-in and open-the-item parts.
     `retire_window`: an online arm keeps every `run_workflow` call in the memory and retires (a new
     version without it) a workflow whose breaks outnumber its completions over its last
     `retire_window` calls (`awm.memory.health`); 0 never retires.
@@ -115,6 +119,7 @@ class PipelineConfig(BaseModel):
     scope: Literal["task", "site", "benchmark"] = "task"
     verify: Literal["replay", "off"] = "replay"
     retire_window: int = Field(default=4, ge=0)
+    parts: bool = False
     offline_from: list[Path] = Field(default_factory=list)
     workers: int = Field(default=1, ge=1)
     parallel_backend: Literal["local", "ray"] = "local"
@@ -173,10 +178,13 @@ class PipelineConfig(BaseModel):
     def result_fields(self) -> dict[str, Any]:
         """What changes each episode's result (the run's config hash): not the name, the worker count or
         the backend, and not the task list, so a run folder may be resumed with more tasks or seeds.
-        (The Mind2Web fields only for Mind2Web, so no other run's hash changed when they were added.)"""
+        (The Mind2Web fields only for Mind2Web, so no other run's hash changed when they were added;
+        likewise `parts` only when on: off is what every run did before it existed.)"""
         exclude = {"name", "tasks", "seeds", "workers", "parallel_backend", "ray_address"}
         if self.benchmark != MIND2WEB:
             exclude |= set(MIND2WEB_FIELDS)
+        if not self.parts:
+            exclude.add("parts")
         return self.model_dump(mode="json", exclude=exclude)
 
 

@@ -183,11 +183,14 @@ def verify_candidates(
     gate: ReplayGate, candidates: Sequence[Workflow], batch: Sequence[Trajectory]
 ) -> tuple[list[Workflow], list[str]]:
     """The candidates whose replay on their source trajectory succeeded (with the replay in their
-    provenance), and one line per refused candidate saying which sub-step broke or why."""
+    provenance), and one line per refused candidate saying which sub-step broke or why. A part
+    (`Provenance.part_of`) is a slice of its whole's run: admitted when its whole is, with its replay."""
     by_id = {t.trajectory_id: t for t in batch}
     passed: list[Workflow] = []
     refused: list[str] = []
     for workflow in candidates:
+        if workflow.provenance.part_of:
+            continue  # admitted with its whole, below
         source = next((by_id[i] for i in workflow.provenance.trajectory_ids if i in by_id), None)
         if source is None:
             refused.append(f"{workflow.name}: its source trajectory is not in this batch")
@@ -198,6 +201,16 @@ def verify_candidates(
             passed.append(workflow.model_copy(update={"provenance": provenance}))
         else:
             refused.append(f"{workflow.name}: {reason}")
+    wholes = {w.name: w.provenance for w in passed}
+    for part in (w for w in candidates if w.provenance.part_of):
+        whole = wholes.get(part.provenance.part_of)
+        if whole is None:
+            refused.append(f"{part.name}: a part of '{part.provenance.part_of}', which was not admitted")
+            continue
+        provenance = part.provenance.model_copy(
+            update={"replay_trajectory_id": whole.replay_trajectory_id, "replay_verdict": f"with its whole: {whole.replay_verdict}"}
+        )
+        passed.append(part.model_copy(update={"provenance": provenance}))
     return passed, refused
 
 

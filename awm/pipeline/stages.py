@@ -400,7 +400,7 @@ def induce_stage(
         if mode == "rule":
             from awm.induction.rule import induce_rule
 
-            candidates, _ = induce_rule(usable, admission=rule)
+            candidates, _ = induce_rule(usable, admission=rule, parts=ctx.config.parts)
             outcome = InductionOutcome(candidates=candidates)
         elif mode == "neural":
             from awm.induction.neural import induce_neural

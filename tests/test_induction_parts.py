@@ -1,0 +1,62 @@
+"""A workflow's reusable parts, on recorded arena trajectories (Trac demonstrations, observations left
+out): split where a form was submitted or the goal's item was opened, and shared across a site's
+templates. Their admission with their whole is tested by a replay on a real site (tests/test_sites_arena.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from awm.induction.parts import part_ends
+from awm.induction.rule import induce_rule
+from awm.memory.view import merge_scopes
+from awm.memory.workflow import Workflow
+from awm.trajectory import Trajectory, load_trajectories
+
+ARENA = Path(__file__).parent / "fixtures" / "arena"
+
+
+def _template(name: str) -> list[Trajectory]:
+    return [t for t in load_trajectories(ARENA) if t.task.task_id == f"browsergym/sites.trac.{name}"]
+
+
+def _steps(workflow: Workflow) -> list[tuple[str, str, str]]:
+    return [(s.action, s.target.label, s.value) for s in workflow.steps]
+
+
+def test_a_trajectory_splits_where_a_form_was_submitted_and_where_the_goals_item_opened() -> None:
+    workflows, _ = induce_rule(_template("change-priority"), admission="gt", parts=True)
+    whole, login, open_ticket, change = workflows
+    assert whole.provenance.part_of == "" and len(whole.steps) == 9
+    assert {w.provenance.part_of for w in (login, open_ticket, change)} == {whole.name}
+    assert _steps(login) == [
+        ("fill", "Username:", "{username}"), ("fill", "Password:", "{password}"), ("click", "Login", ""),
+    ]  # fmt: skip
+    assert _steps(open_ticket) == [
+        ("click", "VIEW TICKETS", ""), ("click", "{1} Active Tickets", ""), ("click", "{link}", ""),
+    ]  # fmt: skip
+    assert _steps(change) == [
+        ("click", "Modify Ticket", ""), ("select_option", "Priority:", "{priority}"), ("click", "Submit changes", ""),
+    ]  # fmt: skip
+    # each part takes only its own parameters, bound from the same goal template as its whole
+    assert (login.parameters, open_ticket.parameters, change.parameters) == (["username", "password"], ["link"], ["priority"])
+    assert {w.description for w in workflows} == {whole.description}
+    assert induce_rule(_template("change-priority"), admission="gt")[0] == [whole]  # parts only when asked
+
+
+def test_an_information_workflow_ends_on_the_items_page_and_has_no_parts() -> None:
+    [workflow], _ = induce_rule(_template("ticket-priority"), admission="gt", parts=True)
+    assert _steps(workflow)[-1] == ("click", "{link}", "")  # the answer is read there, by the agent
+
+
+def test_no_page_no_parts() -> None:
+    [whole, *_], _ = induce_rule(_template("change-priority"), admission="gt", parts=True)
+    assert part_ends(whole, [""] * len(whole.steps)) == []
+    assert part_ends(whole, ["/login"] * len(whole.steps)) == []  # one page: nothing left it
+
+
+def test_two_templates_share_their_log_in_and_open_the_ticket_parts_in_a_site_view() -> None:
+    priority, _ = induce_rule(_template("change-priority"), admission="gt", parts=True)
+    milestone, _ = induce_rule(_template("set-milestone"), admission="gt", parts=True)
+    merged = merge_scopes([("sites/trac/change-priority", priority), ("sites/trac/set-milestone", milestone)])
+    assert len(merged) == 6  # two wholes, one log in, one open-the-ticket, two changes
+    assert [len(w.steps) for w in merged] == [9, 3, 3, 3, 9, 3]
