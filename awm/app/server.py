@@ -22,7 +22,19 @@ from awm.pipeline.summary import live_facts, summarize_episode
 from awm.traces.db import EpisodeRow, RunDatabase, StepRow
 
 from .catalog import Catalog, Folder, NotServed, file_in
-from .runs import STATUSES, RunListing, episode_status, read_run, run_listing, screenshot_url, step_tree
+from .runs import (
+    STATUSES,
+    RunListing,
+    call_values,
+    decided_by,
+    episode_status,
+    read_run,
+    run_listing,
+    screenshot_url,
+    step_counts,
+    step_tree,
+    verdict_short,
+)
 from .web import STATIC_DIR, AppContext, AppSettings, context, page
 
 Ctx = Annotated[AppContext, Depends(context)]
@@ -83,6 +95,9 @@ def episode_payload(folder: Folder, episode: EpisodeRow, steps: list[StepRow]) -
         "run": folder.key,
         "episode": episode.model_dump(mode="json"),
         "status": episode_status(episode),
+        "decided_by": decided_by(episode),
+        "model_steps": episode.model_steps,
+        "sub_steps": episode.sub_steps,
         "steps": [
             {
                 **s.model_dump(mode="json"),
@@ -90,6 +105,17 @@ def episode_payload(folder: Folder, episode: EpisodeRow, steps: list[StepRow]) -
             }
             for s in steps
         ],
+    }
+
+
+def episode_line(episode: EpisodeRow) -> dict[str, Any]:
+    """One line of `GET /api/runs/{run}/episodes`: the row, its status word, what decided it, and its
+    model steps (`steps` counts the workflow sub-steps too; `sub_steps` says how many)."""
+    return {
+        **episode.model_dump(mode="json"),
+        "status_word": episode_status(episode),
+        "decided_by": decided_by(episode),
+        "model_steps": episode.model_steps,
     }
 
 
@@ -102,7 +128,7 @@ def register_routes(app: FastAPI) -> None:
     def api_episodes(run: str, ctx: Ctx) -> list[dict]:
         folder = _run(ctx, run)
         with RunDatabase(folder.path) as db:
-            return [{**e.model_dump(mode="json"), "status_word": episode_status(e)} for e in db.episodes()]
+            return [episode_line(e) for e in db.episodes()]
 
     @app.get("/api/runs/{run}/episodes/{episode}")
     def api_episode(run: str, episode: str, ctx: Ctx) -> dict:
@@ -137,7 +163,7 @@ def register_routes(app: FastAPI) -> None:
         folder = _run(ctx, run)
         run_row, episodes, recovered = read_run(folder)
         listing = run_listing(folder, run_row, episodes, sum(recovered.values()))
-        rows = [(e, episode_status(e), recovered.get(e.id, 0)) for e in episodes]
+        rows = [(e, episode_status(e), recovered.get(e.id, 0), decided_by(e), verdict_short(e)) for e in episodes]
         summary = (folder.path / "summary.md").is_file()
         return page(request, "run.html", folder=folder, run=run_row, listing=listing, rows=rows, has_summary=summary)
 
@@ -169,8 +195,12 @@ def episode_view_data(
         memory_url = f"/memory/scope/{quote(row.scope, safe='/')}"
     summary = summarize_episode(trajectory)
     live = summary.start_url or summary.verdict_source == "self-reported"  # as summary.md's Live pages
+    tree = step_tree(steps)
+    calls = {c.step: c for c in row.workflow_calls}
+    values = {n.step.idx: call_values(calls[n.step.idx], n.children) for n in tree if n.step.idx in calls}
     return {
-        "folder": folder, "episode": row, "status": episode_status(row), "tree": step_tree(steps),
+        "folder": folder, "episode": row, "status": episode_status(row), "decided": decided_by(row),
+        "step_counts": step_counts(row.model_steps, row.sub_steps), "tree": tree, "values": values,
         "shots": shots, "memory_url": memory_url, "workflows_used": trajectory.workflows_used,
         "live_facts": live_facts(summary) if live else [], "embedded": embed,
     }  # fmt: skip

@@ -1,0 +1,130 @@
+"""The episode page says what decided it, counts model steps and workflow sub-steps apart, and shows the
+values a `run_workflow` call ran with; opened in Chromium over a run recorded without a browser.
+
+The run (`details`) has two episodes of the same shape: one model step that called `run_workflow`, and the
+three sub-steps it ran (typing 'juan' and 'Jc', then a click). `new-login` records the values it read
+off the goal (`WorkflowCall.bound`) and ends with the benchmark's reward 1 but raw reward 0.2 (partial
+credit: a failure); `old-login` is a record from before the bound values were kept, with a full reward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from awm.app.runs import BoundValue, call_values, decided_by, step_counts, verdict_short
+from awm.traces import RunRecorder
+from awm.traces.db import RunDatabase
+from awm.trajectory import Step, TargetDesc, Task, Trajectory, Verdict, WorkflowCall
+from tests.app_server import get_json, serve, snap
+from tests.test_app_units import _episode
+
+
+def record_workflow_run(run_dir: Path, *, name: str = "details", raw_reward: float = 0.2) -> Path:
+    """A run of two `run_workflow` episodes (see the module docstring); `raw_reward`: `new-login`'s."""
+    with RunRecorder(run_dir, config={"llm": {"model": "m"}}, config_hash="h", name=name) as recorder:
+        for episode_id, bound, raw in (("new-login#0-a1", {"username": "juan", "password": "Jc"}, raw_reward), ("old-login#0-b2", {}, None)):
+            task = Task(task_id=episode_id.split("#")[0], goal="Log in as juan with password Jc", scope="s", benchmark="miniwob", seed=0)
+            trajectory = Trajectory(trajectory_id=episode_id, task=task)
+            recorder.start_episode(trajectory)
+            call = Step(
+                index=0, action={"name": "run_workflow", "args": {"name": "login", "params": {}}},
+                action_str="run_workflow('login', {})", prompt_tokens=900, completion_tokens=12, llm_calls=1,
+            )  # fmt: skip
+            subs = [
+                Step(index=1, action={"name": "fill", "args": {"bid": "16", "value": "juan"}}, action_str="fill('16', 'juan')",
+                     target=TargetDesc(role="textbox", label="Username"), called_by=0, workflow="login"),
+                Step(index=2, action={"name": "fill", "args": {"bid": "19", "value": "Jc"}}, action_str="fill('19', 'Jc')",
+                     target=TargetDesc(role="textbox", label="Password"), called_by=0, workflow="login"),
+                Step(index=3, action={"name": "click", "args": {"bid": "20"}}, action_str="click('20')",
+                     target=TargetDesc(role="button", label="Login"), called_by=0, workflow="login"),
+            ]  # fmt: skip
+            for step in [*subs, call]:  # the harness records a model step after the sub-steps it called
+                trajectory.steps.append(step)
+                recorder.record_step(trajectory, step, None)
+            trajectory.steps.sort(key=lambda s: s.index)
+            trajectory.workflow_calls = [WorkflowCall(step=0, name="login", bound=bound, steps_total=3, steps_run=3, completed=True)]
+            trajectory.end, trajectory.verdict = "done", Verdict(reward=1.0, raw_reward=raw)
+            recorder.end_episode(trajectory)
+    return run_dir
+
+
+@pytest.fixture(scope="module")
+def served_details(tmp_path_factory) -> Iterator[str]:
+    runs = tmp_path_factory.mktemp("details") / "runs"
+    record_workflow_run(runs / "details")
+    with serve([runs]) as base:
+        yield base
+
+
+def test_decided_by_names_the_rule_that_decided() -> None:
+    partial = _episode(reward=1.0, raw_reward=0.2)
+    assert decided_by(partial).startswith("ground truth: failed, raw reward 0.2 is below the full reward 1")
+    assert "counts partial credit" in decided_by(partial) and verdict_short(partial) == "raw reward 0.2 < 1"
+    assert decided_by(_episode(reward=1.0)) == "ground truth: success, reward 1 is the full reward 1"
+    assert decided_by(_episode(reward=0.0, end="stuck")).endswith("; the agent gave up (stuck)")
+    assert decided_by(_episode(end="answered", judge="success")).startswith("judge: success")
+    assert "not decided" in decided_by(_episode(end="answered"))
+    assert decided_by(_episode(end="llm_error", reward=0.0)).startswith("error: the episode ended with llm_error")
+    assert verdict_short(_episode(end="answered", judge="failure")) == "judge: failure"
+
+
+def test_step_counts_name_model_steps_and_sub_steps_apart() -> None:
+    assert step_counts(1, 3) == "1 model step, 3 workflow sub-steps"
+    assert step_counts(4, 0) == "4 model steps"
+    assert step_counts(2, 1) == "2 model steps, 1 workflow sub-step"
+
+
+def test_a_call_shows_its_values_from_the_record_or_else_from_what_its_sub_steps_typed(tmp_path: Path) -> None:
+    record_workflow_run(tmp_path / "r")
+    with RunDatabase(tmp_path / "r") as db:
+        new, old = db.episode("new-login#0-a1"), db.episode("old-login#0-b2")
+        assert (new.steps, new.sub_steps, new.model_steps) == (4, 3, 1)
+        children = [s for s in db.steps(old.id) if s.called_by == 0]
+    assert call_values(new.workflow_calls[0], children) == [
+        BoundValue(name="password", value="Jc", source="goal"), BoundValue(name="username", value="juan", source="goal")
+    ]
+    given = WorkflowCall(step=0, name="login", params={"username": "juan"})
+    assert call_values(given, children) == [
+        BoundValue(name="username", value="juan", source="model"), BoundValue(name="Password", value="Jc", source="typed")
+    ]
+
+
+def test_the_episodes_api_counts_steps_apart_and_says_what_decided(served_details: str) -> None:
+    status, rows = get_json(f"{served_details}/api/runs/details/episodes")
+    assert status == 200
+    new = next(r for r in rows if r["id"] == "new-login#0-a1")
+    assert (new["model_steps"], new["sub_steps"], new["status_word"]) == (1, 3, "failed")
+    assert new["decided_by"].startswith("ground truth: failed, raw reward 0.2")
+    status, body = get_json(f"{served_details}/api/runs/details/episodes/new-login%230-a1")
+    assert status == 200 and (body["model_steps"], body["sub_steps"]) == (1, 3) and body["decided_by"] == new["decided_by"]
+
+
+@pytest.mark.browser
+def test_the_episode_page_is_honest_about_verdict_steps_and_values(served_details: str, chromium) -> None:
+    page = chromium.new_page(viewport={"width": 1300, "height": 900})
+    page.goto(f"{served_details}/runs/details")
+    row = page.locator("#episodes tr:has-text('new-login')").inner_text()
+    assert "raw reward 0.2 < 1" in row and "\t1\t3\t" in row  # model steps, workflow sub-steps
+    page.click("#episodes a:has-text('new-login')")
+    page.wait_for_selector("section.step")
+    decided = page.locator("[data-decided-by]").inner_text()
+    assert "failed" in page.locator("h1 .badge").inner_text()
+    assert decided.startswith("decided by ground truth: failed, raw reward 0.2 is below the full reward 1")
+    facts = page.locator(".episode-facts").inner_text()
+    assert "1 model step, 3 workflow sub-steps" in facts and "1 steps" not in facts
+    assert "login with password = 'Jc' (read off the goal), username = 'juan' (read off the goal)" in facts
+    assert "3 of 3 sub-steps ran" in facts
+    call = page.locator("section.step[data-step='0']").inner_text()
+    assert "run_workflow('login', {})" in call and "username = 'juan' (read off the goal)" in call
+    assert "1 model call" in call
+    sub = page.locator(".substeps section.step[data-step='1']").inner_text()
+    assert "no model call" in sub and "prompt not recorded" not in sub and "0 in / 0 out" not in sub
+    snap(page, "episode-workflow")
+    page.goto(f"{served_details}/runs/details/episodes/old-login%230-b2")
+    facts = page.locator(".episode-facts").inner_text()
+    assert "Username = 'juan' (typed by a sub-step), Password = 'Jc' (typed by a sub-step)" in facts
+    assert page.locator("[data-decided-by]").inner_text() == "decided by ground truth: success, reward 1 is the full reward 1"
+    page.close()
