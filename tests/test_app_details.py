@@ -128,3 +128,46 @@ def test_the_episode_page_is_honest_about_verdict_steps_and_values(served_detail
     assert "Username = 'juan' (typed by a sub-step), Password = 'Jc' (typed by a sub-step)" in facts
     assert page.locator("[data-decided-by]").inner_text() == "decided by ground truth: success, reward 1 is the full reward 1"
     page.close()
+
+
+
+
+def assert_no_skipped_heading(page) -> None:
+    levels = page.eval_on_selector_all("main h1, main h2, main h3, main h4", "hs => hs.map(h => +h.tagName[1])")
+    assert levels and levels[0] == 1, levels
+    assert all(b - a <= 1 for a, b in zip(levels, levels[1:], strict=False)), levels
+
+
+@pytest.mark.browser
+def test_an_episode_address_pasted_with_its_hash_opens_the_episode(served_details: str, chromium) -> None:
+    page = chromium.new_page()
+    page.goto(f"{served_details}/runs/details/episodes/new-login#0-a1")  # the browser sends /episodes/new-login
+    page.wait_for_url(f"{served_details}/runs/details/episodes/new-login%230-a1*")
+    assert page.locator("h1").inner_text().startswith("new-login#0")
+    response = page.goto(f"{served_details}/runs/details/episodes/new-login")  # no fragment: say which ones
+    assert response is not None and response.status == 404
+    assert page.locator("#cut-episodes a").get_attribute("href") == "/runs/details/episodes/new-login%230-a1"
+    assert_no_skipped_heading(page)
+    page.close()
+    status, body = get_json(f"{served_details}/api/runs/details/episodes/new-login")
+    assert status == 404 and "write it as %23" in body["detail"]
+
+
+def test_a_bad_parameter_is_a_readable_400(served_details: str) -> None:
+    status, body = get_json(f"{served_details}/api/runs/details/episodes/new-login%230-a1/steps/first/screenshot.png")
+    assert status == 400
+    assert body == {"detail": "path parameter 'index': expected a valid integer, unable to parse string as an integer, got 'first'"}
+
+
+@pytest.mark.browser
+def test_headings_do_not_skip_levels_and_the_text_filter_has_a_label(served_details: str, chromium) -> None:
+    page = chromium.new_page()
+    for path in ("/", "/runs/details", "/runs/details/episodes/new-login%230-a1", "/live"):
+        page.goto(served_details + path)
+        assert_no_skipped_heading(page)
+    page.goto(served_details + "/")
+    page.get_by_label("Text").fill("details")
+    page.get_by_role("button", name="Filter").click()
+    page.wait_for_url("**/?*q=details*")
+    assert page.locator("#runs tr[data-key='details']").count() == 1
+    page.close()

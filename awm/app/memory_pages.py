@@ -172,10 +172,17 @@ def scope_view(ctx: AppContext, scope: str, a: int | None, b: int | None) -> dic
             pair = default_pair(log)
             a, b = (None, None) if pair is None else pair
         diff: WorkflowDiff | None = None
+        diff_error = ""
         if a is not None and b is not None:
-            require_version(store, scope, a)
-            require_version(store, scope, b)
-            diff = store.diff(scope, a, b)
+            known = {v.version for v in log}
+            missing = [v for v in (a, b) if v not in known]
+            if missing:  # the page stays: the log and the head are still worth showing
+                diff_error = (
+                    f"{scope} has no version {missing[0]} (versions: {', '.join(f'v{v}' for v in sorted(known))}): "
+                    "choose two versions below"
+                )
+            else:
+                diff = store.diff(scope, a, b)
         head = store.get(scope, head_version)
         calls = health(store.uses(scope))
     return {
@@ -187,6 +194,7 @@ def scope_view(ctx: AppContext, scope: str, a: int | None, b: int | None) -> dic
         "a": a,
         "b": b,
         "diff": diff,
+        "diff_error": diff_error,
         "patches": {} if diff is None else {n: patch_lines(p) for n, p in diff.patches.items()},
         "links": episode_links(ctx, source_ids(head.workflows)),
         "calls": calls,

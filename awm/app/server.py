@@ -7,12 +7,13 @@ naming the file and what was wrong (`AwmError`); the API answers JSON, the pages
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -80,11 +81,23 @@ def _run(ctx: AppContext, key: str) -> Folder:
     return ctx.catalog.folder(key, "run")
 
 
+def cut_at_hash(db: RunDatabase, episode_id: str) -> list[EpisodeRow]:
+    """The episodes an address cut at `#` may have named. Episode ids hold `#` (`login-user#0-cb04e18b`);
+    pasted unencoded, the browser sends only `login-user` and keeps `#0-cb04e18b` as the fragment,
+    which the page (not the server) can still read."""
+    if not episode_id or "#" in episode_id:
+        return []
+    return [e for e in db.episodes() if e.id.startswith(episode_id + "#")]
+
+
 def _episode_in(db: RunDatabase, folder: Folder, episode_id: str) -> tuple[EpisodeRow, list[StepRow]]:
     """An episode of the run by its exact id, and its steps; `NotServed` when the run has no such episode."""
     row = db.episode(episode_id)
     if row is None:
-        raise NotServed(f"no episode '{episode_id}' in run {folder.key}")
+        hint = ""
+        if cut_at_hash(db, episode_id):
+            hint = f" (episode ids hold '#': write it as %23, e.g. {quote(episode_id + '#', safe='')}...)"
+        raise NotServed(f"no episode '{episode_id}' in run {folder.key}{hint}")
     return row, db.steps(episode_id)
 
 
@@ -171,7 +184,13 @@ def register_routes(app: FastAPI) -> None:
     def episode_page(request: Request, run: str, episode: str, ctx: Ctx) -> Response:
         folder = _run(ctx, run)
         with RunDatabase(folder.path) as db:
-            data = episode_view_data(ctx, folder, db, episode, embed=False)
+            try:
+                data = episode_view_data(ctx, folder, db, episode, embed=False)
+            except NotServed as exc:
+                cut = cut_at_hash(db, episode)
+                if not cut:
+                    raise
+                return page(request, "episode_cut.html", status_code=404, folder=folder, stem=episode, episodes=cut, message=str(exc))
         return page(request, "episode.html", **data)
 
 
@@ -217,6 +236,21 @@ def _data_url(folder: Folder, relative: str) -> str | None:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
 
 
+def validation_message(errors: Sequence[Any]) -> str:
+    """A request's bad parameters in words: which parameter, what was expected, what came
+    ("query parameter 'a': expected a valid integer, got 'x'"), instead of pydantic's JSON."""
+    parts = []
+    for error in errors:
+        loc = [str(p) for p in error.get("loc", ())]
+        where, name = (loc[0], ".".join(loc[1:])) if len(loc) > 1 else ("request", ".".join(loc) or "?")
+        expected = str(error.get("msg", "invalid")).removeprefix("Input should be ").removeprefix("Value error, ")
+        if error.get("type") == "missing":
+            parts.append(f"{where} parameter '{name}' is required")
+        else:
+            parts.append(f"{where} parameter '{name}': expected {expected}, got {error.get('input')!r}")
+    return "; ".join(parts) or "the request's parameters are not valid"
+
+
 def _error_response(request: Request, status: int, message: str) -> Response:
     if request.url.path.startswith("/api/"):
         return JSONResponse({"detail": message}, status_code=status)
@@ -243,6 +277,10 @@ def create_app(settings: AppSettings) -> FastAPI:
     @app.exception_handler(NotServed)
     def not_served(request: Request, exc: NotServed) -> Response:
         return _error_response(request, 404, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    def bad_request(request: Request, exc: RequestValidationError) -> Response:
+        return _error_response(request, 400, validation_message(exc.errors()))
 
     @app.exception_handler(AwmError)
     def awm_error(request: Request, exc: AwmError) -> Response:
