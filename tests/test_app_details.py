@@ -9,6 +9,9 @@ credit: a failure); `old-login` is a record from before the bound values were ke
 
 from __future__ import annotations
 
+import csv
+import io
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,10 +25,12 @@ from tests.app_server import get_json, serve, snap
 from tests.test_app_units import _episode
 
 
-def record_workflow_run(run_dir: Path, *, name: str = "details", raw_reward: float = 0.2) -> Path:
-    """A run of two `run_workflow` episodes (see the module docstring); `raw_reward`: `new-login`'s."""
+def record_workflow_run(run_dir: Path, *, name: str = "details", raw_reward: float = 0.2, old: bool = True, suffix: str = "") -> Path:
+    """A run of two `run_workflow` episodes (see the module docstring); `raw_reward`: `new-login`'s;
+    `old`: False leaves `old-login` out; `suffix` ends the episode ids (another run's ids differ)."""
+    episodes = [("new-login#0-a1" + suffix, {"username": "juan", "password": "Jc"}, raw_reward), ("old-login#0-b2" + suffix, {}, None)]
     with RunRecorder(run_dir, config={"llm": {"model": "m"}}, config_hash="h", name=name) as recorder:
-        for episode_id, bound, raw in (("new-login#0-a1", {"username": "juan", "password": "Jc"}, raw_reward), ("old-login#0-b2", {}, None)):
+        for episode_id, bound, raw in episodes[: 2 if old else 1]:
             task = Task(task_id=episode_id.split("#")[0], goal="Log in as juan with password Jc", scope="s", benchmark="miniwob", seed=0)
             trajectory = Trajectory(trajectory_id=episode_id, task=task)
             recorder.start_episode(trajectory)
@@ -55,6 +60,7 @@ def record_workflow_run(run_dir: Path, *, name: str = "details", raw_reward: flo
 def served_details(tmp_path_factory) -> Iterator[str]:
     runs = tmp_path_factory.mktemp("details") / "runs"
     record_workflow_run(runs / "details")
+    record_workflow_run(runs / "other", name="other", raw_reward=1.0, old=False, suffix="9")  # new-login solved
     with serve([runs]) as base:
         yield base
 
@@ -170,4 +176,52 @@ def test_headings_do_not_skip_levels_and_the_text_filter_has_a_label(served_deta
     page.get_by_role("button", name="Filter").click()
     page.wait_for_url("**/?*q=details*")
     assert page.locator("#runs tr[data-key='details']").count() == 1
+    page.close()
+
+
+def _csv(url: str) -> tuple[str, str, list[dict[str, str]]]:
+    with urllib.request.urlopen(url, timeout=30) as response:
+        kind, disposition = response.headers["content-type"], response.headers["content-disposition"]
+        return kind, disposition, list(csv.DictReader(io.StringIO(response.read().decode())))
+
+
+def test_each_list_downloads_as_csv_or_json_and_an_unknown_format_is_a_400(served_details: str) -> None:
+    kind, disposition, rows = _csv(f"{served_details}/api/runs/details/episodes?format=csv")
+    assert kind.startswith("text/csv") and disposition == 'attachment; filename="details-episodes.csv"'
+    assert [(r["id"], r["status_word"], r["model_steps"], r["sub_steps"]) for r in rows] == [
+        ("new-login#0-a1", "failed", "1", "3"), ("old-login#0-b2", "success", "1", "3")
+    ]
+    assert rows[0]["task.goal"] == "Log in as juan with password Jc" and rows[0]["decided_by"].startswith("ground truth: failed")
+    assert get_json(f"{served_details}/api/runs/details/episodes?format=json") == get_json(f"{served_details}/api/runs/details/episodes")
+    _, disposition, runs = _csv(f"{served_details}/api/runs?format=csv&q=other")  # filtered as the page filters
+    assert disposition == 'attachment; filename="runs.csv"'
+    assert [(r["key"], r["episodes"], r["counts.success"]) for r in runs] == [("other", "1", "1")]
+    for url in ("/api/runs?format=xml", "/api/runs/details/episodes?format=CSV"):
+        status, body = get_json(served_details + url)
+        assert status == 400, url
+        assert body["detail"].startswith("query parameter 'format': expected 'json' or 'csv', got ")
+
+
+@pytest.mark.browser
+def test_the_download_link_gives_the_table_and_a_header_click_sorts_it(served_details: str, chromium, tmp_path: Path) -> None:
+    page = chromium.new_page(viewport={"width": 1300, "height": 700})
+    page.goto(f"{served_details}/")
+    keys = lambda: page.eval_on_selector_all("#runs tbody tr", "rows => rows.map(r => r.dataset.key)")  # noqa: E731
+    header = page.locator("#runs th", has_text="episodes")
+    header.click()
+    assert keys() == ["other", "details"] and header.get_attribute("aria-sort") == "ascending"  # 1 before 2
+    header.click()
+    assert keys() == ["details", "other"] and header.get_attribute("aria-sort") == "descending"
+    page.goto(f"{served_details}/runs/details")
+    with page.expect_download() as download:
+        page.get_by_role("link", name="Download CSV").click()
+    saved = tmp_path / "episodes.csv"
+    download.value.save_as(saved)
+    rows = list(csv.DictReader(saved.open()))
+    assert download.value.suggested_filename == "details-episodes.csv" and [r["id"] for r in rows] == ["new-login#0-a1", "old-login#0-b2"]
+    page.locator("#episodes th", has_text="episode").first.click()
+    page.locator("#episodes th", has_text="episode").first.click()
+    ids = page.eval_on_selector_all("#episodes tbody tr td:first-child", "cells => cells.map(c => c.innerText)")
+    assert ids == ["old-login#0-b2", "new-login#0-a1"]
+    snap(page, "run-sorted")
     page.close()

@@ -259,3 +259,18 @@ def test_a_diff_to_a_missing_version_keeps_the_page_and_says_so(server: str, chr
     page.close()
     status, body = get_json(f"{server}/api/memory/{SHOWN}/diff?a=1")
     assert status == 400 and body == {"detail": "query parameter 'b' is required"}
+
+
+def test_the_memory_lists_download_as_csv(server: str) -> None:
+    import csv
+    import io
+    import urllib.request
+
+    with urllib.request.urlopen(f"{server}/api/memory/{SHOWN}/versions?format=csv", timeout=30) as response:
+        assert response.headers["content-disposition"] == 'attachment; filename="miniwob-login-user-versions.csv"'
+        rows = list(csv.DictReader(io.StringIO(response.read().decode())))
+    assert [(r["version"], r["parent"], r["author"]) for r in rows] == [("1", "", "rule"), ("2", "1", "import"), ("3", "2", "neural")]
+    with urllib.request.urlopen(f"{server}/api/memory/scopes?format=csv", timeout=30) as response:
+        scopes = {r["scope"]: r for r in csv.DictReader(io.StringIO(response.read().decode()))}
+    assert scopes[SHOWN]["head"] == "3" and scopes[SHOWN]["n_workflows"] == "3"
+    assert get_json(f"{server}/api/memory/scopes?format=tsv")[0] == 400

@@ -42,7 +42,7 @@ from awm.memory.workflow import Workflow
 from awm.traces.db import RunDatabase
 
 from .catalog import NotServed
-from .web import AppContext, context, page
+from .web import AppContext, FormatQuery, context, list_response, page
 
 router = APIRouter()
 Ctx = Annotated[AppContext, Depends(context)]
@@ -231,9 +231,9 @@ def do_rollback(ctx: AppContext, scope: str, version: int, confirm: bool) -> dic
 
 
 @router.get("/api/memory/scopes")
-def api_scopes(ctx: Ctx) -> list[dict]:
+def api_scopes(ctx: Ctx, fmt: FormatQuery = "json") -> Response:
     with open_store(ctx) as store:
-        return scope_rows(store)
+        return list_response(scope_rows(store), fmt, "memory-scopes")
 
 
 @router.get("/api/memory/{scope:path}/versions/{version:int}")
@@ -244,10 +244,11 @@ def api_version(scope: str, version: int, ctx: Ctx) -> dict:
 
 
 @router.get("/api/memory/{scope:path}/versions")
-def api_versions(scope: str, ctx: Ctx) -> list[dict]:
+def api_versions(scope: str, ctx: Ctx, fmt: FormatQuery = "json") -> Response:
     with open_store(ctx) as store:
         require_head(store, scope)
-        return [v.model_dump(mode="json") for v in store.log(scope)]
+        rows = [v.model_dump(mode="json") for v in store.log(scope)]
+    return list_response(rows, fmt, f"{scope.replace('/', '-')}-versions")
 
 
 @router.get("/api/memory/{scope:path}/diff")

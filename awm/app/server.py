@@ -36,7 +36,7 @@ from .runs import (
     step_tree,
     verdict_short,
 )
-from .web import STATIC_DIR, AppContext, AppSettings, context, page
+from .web import STATIC_DIR, AppContext, AppSettings, FormatQuery, context, list_response, page
 
 Ctx = Annotated[AppContext, Depends(context)]
 
@@ -134,14 +134,19 @@ def episode_line(episode: EpisodeRow) -> dict[str, Any]:
 
 def register_routes(app: FastAPI) -> None:
     @app.get("/api/runs")
-    def api_runs(ctx: Ctx) -> list[dict]:
-        return [r.model_dump(mode="json") for r in list_runs(ctx)]
+    def api_runs(
+        ctx: Ctx, fmt: FormatQuery = "json", status: Annotated[str, Query()] = "", q: Annotated[str, Query()] = ""
+    ) -> Response:
+        """The runs, filtered as the runs page filters them (`status`, `q`); `?format=csv` for a file."""
+        rows = filter_runs(list_runs(ctx), status, q)
+        return list_response([r.model_dump(mode="json") for r in rows], fmt, "runs")
 
     @app.get("/api/runs/{run}/episodes")
-    def api_episodes(run: str, ctx: Ctx) -> list[dict]:
+    def api_episodes(run: str, ctx: Ctx, fmt: FormatQuery = "json") -> Response:
         folder = _run(ctx, run)
         with RunDatabase(folder.path) as db:
-            return [episode_line(e) for e in db.episodes()]
+            rows = [episode_line(e) for e in db.episodes()]
+        return list_response(rows, fmt, f"{folder.key}-episodes")
 
     @app.get("/api/runs/{run}/episodes/{episode}")
     def api_episode(run: str, episode: str, ctx: Ctx) -> dict:
