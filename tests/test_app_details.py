@@ -225,3 +225,59 @@ def test_the_download_link_gives_the_table_and_a_header_click_sorts_it(served_de
     assert ids == ["old-login#0-b2", "new-login#0-a1"]
     snap(page, "run-sorted")
     page.close()
+
+
+def test_compare_pairs_by_task_and_seed_and_keeps_the_latest_attempt() -> None:
+    from awm.app.compare import compare_runs
+
+    a = [_episode(id="a1", task_key="t#0", reward=0.0), _episode(id="a2", task_key="t#0", reward=1.0), _episode(id="a3", task_key="u#0", reward=1.0)]
+    b = [_episode(id="b1", task_key="t#0", reward=0.0), _episode(id="b2", task_key="v#0", reward=1.0)]
+    result = compare_runs("A", a, "B", b)
+    assert [(r.task_key, r.change) for r in result.rows] == [("t#0", "better in a"), ("u#0", "only in a"), ("v#0", "only in b")]
+    first = result.rows[0]
+    assert first.a is not None and (first.a.episode, first.a.attempts, first.a.url) == ("a2", 2, "/runs/A/episodes/a2")
+    assert (result.shared, result.success) == (1, {"a": 1, "b": 0})
+
+
+def test_the_compare_api_answers_rows_csv_and_clear_errors(served_details: str) -> None:
+    status, body = get_json(f"{served_details}/api/compare?a=details&b=other")
+    assert status == 200 and (body["shared"], body["success"]) == (1, {"a": 0, "b": 1})
+    rows = {r["task_key"]: r for r in body["rows"]}
+    new, old = rows["new-login#0"], rows["old-login#0"]
+    assert (new["a"]["status"], new["b"]["status"], new["change"]) == ("failed", "success", "better in b")
+    assert new["b"]["url"] == "/runs/other/episodes/new-login%230-a19"
+    assert old["b"] is None and old["change"] == "only in a"
+    _, disposition, lines = _csv(f"{served_details}/api/compare?a=details&b=other&format=csv")
+    assert disposition == 'attachment; filename="compare-details-other.csv"'
+    assert [(r["task_key"], r["a.status"], r["b.status"], r["change"]) for r in lines] == [
+        ("new-login#0", "failed", "success", "better in b"), ("old-login#0", "success", "", "only in a")
+    ]
+    assert get_json(f"{served_details}/api/compare?a=details&b=nope") == (404, {"detail": "no run 'nope' under the served folders"})
+    assert get_json(f"{served_details}/api/compare?a=details") == (400, {"detail": "query parameter 'b' is required"})
+
+
+@pytest.mark.browser
+def test_the_compare_page_shows_both_runs_side_by_side_with_links(served_details: str, chromium) -> None:
+    page = chromium.new_page(viewport={"width": 1300, "height": 700})
+    page.goto(f"{served_details}/")
+    page.get_by_role("link", name="Compare").click()
+    page.select_option("#run-a", "details")
+    page.select_option("#run-b", "other")
+    page.get_by_role("button", name="Compare").click()
+    page.wait_for_url("**/compare?a=details&b=other")
+    assert_no_skipped_heading(page)
+    summary = page.locator("#compare-summary").inner_text()
+    assert "1 task in both: A solves 0, B solves 1; better in B 1" in summary and "only in A 1, only in B 0" in summary
+    new = page.locator("#compare tr[data-task='new-login#0']").inner_text()
+    assert "failed" in new and "raw reward 0.2 < 1" in new and "success" in new and "better in B" in new
+    assert "not in this run" in page.locator("#compare tr[data-task='old-login#0']").inner_text()
+    assert page.get_by_role("link", name="Download CSV").get_attribute("href") == "/api/compare?a=details&b=other&format=csv"
+    snap(page, "compare")
+    page.locator("#compare tr[data-task='new-login#0'] td:nth-child(5) a").click()
+    page.wait_for_url("**/runs/other/episodes/new-login%230-a19")
+    assert "decided by ground truth: success" in page.locator("[data-decided-by]").inner_text()
+    response = page.goto(f"{served_details}/compare?a=details&b=nope")
+    assert response is not None and response.status == 404
+    assert page.locator("#compare-error").inner_text() == "no run 'nope' under the served folders"
+    assert page.locator("#compare-form").count() == 1 and page.locator("#compare").count() == 0
+    page.close()

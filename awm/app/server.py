@@ -264,7 +264,7 @@ def _error_response(request: Request, status: int, message: str) -> Response:
 
 def create_app(settings: AppSettings) -> FastAPI:
     """The application over `settings` (one per `awm serve`, one per test)."""
-    from . import ablation_pages, live, memory_pages
+    from . import ablation_pages, compare, live, memory_pages
 
     ctx = AppContext(settings=settings, catalog=Catalog(settings.runs))
     ctx.live = live.LiveRuns(settings)
@@ -294,6 +294,7 @@ def create_app(settings: AppSettings) -> FastAPI:
     register_routes(app)
     app.include_router(memory_pages.router)
     app.include_router(ablation_pages.router)
+    app.include_router(compare.router)
     app.include_router(live.router)
     return app
 
