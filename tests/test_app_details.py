@@ -281,3 +281,11 @@ def test_the_compare_page_shows_both_runs_side_by_side_with_links(served_details
     assert page.locator("#compare-error").inner_text() == "no run 'nope' under the served folders"
     assert page.locator("#compare-form").count() == 1 and page.locator("#compare").count() == 0
     page.close()
+
+
+def test_the_html_export_says_the_same_as_the_episode_page(tmp_path: Path) -> None:
+    from awm.app.export import export_html
+
+    html = export_html(record_workflow_run(tmp_path / "r"))
+    assert "decided by ground truth: failed, raw reward 0.2 is below the full reward 1" in html
+    assert "1 model step, 3 workflow sub-steps" in html and "(typed by a sub-step)" in html and "no model call" in html

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -224,7 +225,7 @@ def episode_view_data(
     values = {n.step.idx: call_values(calls[n.step.idx], n.children) for n in tree if n.step.idx in calls}
     return {
         "folder": folder, "episode": row, "status": episode_status(row), "decided": decided_by(row),
-        "step_counts": step_counts(row.model_steps, row.sub_steps), "tree": tree, "values": values,
+        "step_counts": step_counts(row.model_steps, row.sub_steps), "tree": tree, "call_values": values,
         "shots": shots, "memory_url": memory_url, "workflows_used": trajectory.workflows_used,
         "live_facts": live_facts(summary) if live else [], "embedded": embed,
     }  # fmt: skip
@@ -284,7 +285,11 @@ def create_app(settings: AppSettings) -> FastAPI:
         return _error_response(request, 404, str(exc))
 
     @app.exception_handler(RequestValidationError)
-    def bad_request(request: Request, exc: RequestValidationError) -> Response:
+    async def bad_request(request: Request, exc: RequestValidationError) -> Response:
+        """A bad query or path value is a 400 in words; a JSON body the API refuses keeps FastAPI's 422
+        with pydantic's details (what `POST /api/live` has always answered)."""
+        if any(str((e.get("loc") or ("",))[0]) == "body" for e in exc.errors()):
+            return await request_validation_exception_handler(request, exc)
         return _error_response(request, 400, validation_message(exc.errors()))
 
     @app.exception_handler(AwmError)
