@@ -166,7 +166,8 @@ class WorkflowCall(BaseModel):
 
     step: int  # the index of the model step that called it
     name: str
-    params: dict[str, str] = Field(default_factory=dict)
+    params: dict[str, str] = Field(default_factory=dict)  # the values the model gave in its call
+    bound: dict[str, str] = Field(default_factory=dict)  # the values read off the goal (old records: none)
     steps_total: int = 0
     steps_run: int = 0  # sub-steps that ran and passed their check
     completed: bool = False  # every sub-step ran

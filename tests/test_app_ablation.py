@@ -176,6 +176,22 @@ def test_api_serves_results_json_and_the_report_files(served: tuple[str, Path]) 
     assert get_json(f"{base}/api/ablations/abl~arms~off~rep1")[0] == 404  # a run, not an ablation
 
 
+def test_the_per_task_table_downloads_as_csv(served: tuple[str, Path]) -> None:
+    import csv
+    import io
+
+    base, _ = served
+    status, kind, body = fetch(f"{base}/api/ablations/abl/per-task?format=csv")
+    assert status == 200 and kind.startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(body.decode())))
+    status, listed = get_json(f"{base}/api/ablations/abl/per-task")
+    assert status == 200 and [r["task"] for r in rows] == [r["task"] for r in listed] and rows
+    first = listed[0]
+    assert rows[0]["arms.off.successes"] == str(first["arms"]["off"]["successes"])
+    assert rows[0]["arms.online.episodes"] == str(first["arms"]["online"]["episodes"])
+    assert get_json(f"{base}/api/ablations/abl/per-task?format=html")[0] == 400
+
+
 def test_files_api_never_reads_outside_the_ablation(served: tuple[str, Path]) -> None:
     base, _ = served
     for name in (

@@ -244,3 +244,33 @@ def test_rollback_needs_the_confirmation_click(server: str, chromium) -> None:
 
     latest = get_json(f"{server}/api/memory/{CLICKED}/versions")[1][-1]
     assert (latest["version"], latest["author"], latest["message"]) == (head + 1, "rollback", "rollback to version 1")
+
+
+@pytest.mark.browser
+def test_a_diff_to_a_missing_version_keeps_the_page_and_says_so(server: str, chromium) -> None:
+    page = chromium.new_page()
+    response = page.goto(f"{server}/memory/scope/{SHOWN}?a=1&b=9#diff")
+    assert response is not None and response.status == 200
+    assert page.locator("#diff-error").inner_text() == f"{SHOWN} has no version 9 (versions: v1, v2, v3): choose two versions below"
+    assert page.locator("#versions tbody tr").count() == 3 and page.locator("section.workflow").count() == 3
+    response = page.goto(f"{server}/memory/scope/{SHOWN}?a=one&b=2")  # a bad value: a page naming it, not JSON
+    assert response is not None and response.status == 400
+    assert "query parameter 'a': expected a valid integer" in page.locator("main .error").inner_text()
+    page.close()
+    status, body = get_json(f"{server}/api/memory/{SHOWN}/diff?a=1")
+    assert status == 400 and body == {"detail": "query parameter 'b' is required"}
+
+
+def test_the_memory_lists_download_as_csv(server: str) -> None:
+    import csv
+    import io
+    import urllib.request
+
+    with urllib.request.urlopen(f"{server}/api/memory/{SHOWN}/versions?format=csv", timeout=30) as response:
+        assert response.headers["content-disposition"] == 'attachment; filename="miniwob-login-user-versions.csv"'
+        rows = list(csv.DictReader(io.StringIO(response.read().decode())))
+    assert [(r["version"], r["parent"], r["author"]) for r in rows] == [("1", "", "rule"), ("2", "1", "import"), ("3", "2", "neural")]
+    with urllib.request.urlopen(f"{server}/api/memory/scopes?format=csv", timeout=30) as response:
+        scopes = {r["scope"]: r for r in csv.DictReader(io.StringIO(response.read().decode()))}
+    assert scopes[SHOWN]["head"] == "3" and scopes[SHOWN]["n_workflows"] == "3"
+    assert get_json(f"{server}/api/memory/scopes?format=tsv")[0] == 400

@@ -141,6 +141,18 @@ def test_workflow_runs_as_traced_sub_steps_under_the_calling_step(session: Brows
 
 
 @pytest.mark.browser
+def test_a_call_records_the_values_it_read_off_the_goal_apart_from_the_models(session: BrowserSession, base_url: str) -> None:
+    """What the episode page shows as "read off the goal": the call `run_workflow('sign in', {})` typed
+    values that no argument of it names."""
+    task = _page_task(base_url, "wf_signin")
+    task.meta["task_kwargs"]["goal"] = 'Sign in as "ada" with the password "pw1".'
+    trajectory, _ = _call(session, task, SIGN_IN, "run_workflow('sign in', {})")
+    [call] = trajectory.workflow_calls
+    assert call.completed and call.params == {} and call.bound == {"username": "ada", "password": "pw1"}
+    assert trajectory.steps[1].action["args"]["value"] == "ada"  # type: ignore[index]
+
+
+@pytest.mark.browser
 def test_moved_fields_ground_by_label_not_position(session: BrowserSession, base_url: str) -> None:
     trajectory, _ = _call(session, _page_task(base_url, "wf_signin_moved"), SIGN_IN, CALL)
     [call] = trajectory.workflow_calls

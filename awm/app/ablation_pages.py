@@ -31,7 +31,7 @@ from awm.pipeline.report import AblationReport, ArmStats, PairedComparison
 from awm.pipeline.results import RESULTS_JSON, RESULTS_MD
 
 from .catalog import Folder, NotServed, file_in
-from .web import AppContext, context, page
+from .web import AppContext, FormatQuery, context, list_response, page
 
 router = APIRouter()
 Ctx = Annotated[AppContext, Depends(context)]
@@ -248,6 +248,17 @@ def served_file(folder: Folder, name: str) -> tuple[Path, str]:
 @router.get("/api/ablations/{key}")
 def api_ablation(key: str, ctx: Ctx) -> JSONResponse:
     return JSONResponse(read_results(_ablation(ctx, key)))
+
+
+@router.get("/api/ablations/{key}/per-task")
+def api_per_task(key: str, ctx: Ctx, fmt: FormatQuery = "json") -> Response:
+    """The per-task table as a list (`?format=csv` for a file): each arm's successes and episodes."""
+    folder = _ablation(ctx, key)
+    rows = [
+        {"task": r.task, "arms": {c.arm: {"successes": c.successes, "episodes": c.episodes} for c in r.cells}}
+        for r in per_task_rows(read_report(folder))
+    ]
+    return list_response(rows, fmt, f"{folder.key}-per-task")
 
 
 @router.get("/api/ablations/{key}/files/{name:path}")

@@ -42,7 +42,7 @@ from awm.memory.workflow import Workflow
 from awm.traces.db import RunDatabase
 
 from .catalog import NotServed
-from .web import AppContext, context, page
+from .web import AppContext, FormatQuery, context, list_response, page
 
 router = APIRouter()
 Ctx = Annotated[AppContext, Depends(context)]
@@ -172,10 +172,17 @@ def scope_view(ctx: AppContext, scope: str, a: int | None, b: int | None) -> dic
             pair = default_pair(log)
             a, b = (None, None) if pair is None else pair
         diff: WorkflowDiff | None = None
+        diff_error = ""
         if a is not None and b is not None:
-            require_version(store, scope, a)
-            require_version(store, scope, b)
-            diff = store.diff(scope, a, b)
+            known = {v.version for v in log}
+            missing = [v for v in (a, b) if v not in known]
+            if missing:  # the page stays: the log and the head are still worth showing
+                diff_error = (
+                    f"{scope} has no version {missing[0]} (versions: {', '.join(f'v{v}' for v in sorted(known))}): "
+                    "choose two versions below"
+                )
+            else:
+                diff = store.diff(scope, a, b)
         head = store.get(scope, head_version)
         calls = health(store.uses(scope))
     return {
@@ -187,6 +194,7 @@ def scope_view(ctx: AppContext, scope: str, a: int | None, b: int | None) -> dic
         "a": a,
         "b": b,
         "diff": diff,
+        "diff_error": diff_error,
         "patches": {} if diff is None else {n: patch_lines(p) for n, p in diff.patches.items()},
         "links": episode_links(ctx, source_ids(head.workflows)),
         "calls": calls,
@@ -223,9 +231,9 @@ def do_rollback(ctx: AppContext, scope: str, version: int, confirm: bool) -> dic
 
 
 @router.get("/api/memory/scopes")
-def api_scopes(ctx: Ctx) -> list[dict]:
+def api_scopes(ctx: Ctx, fmt: FormatQuery = "json") -> Response:
     with open_store(ctx) as store:
-        return scope_rows(store)
+        return list_response(scope_rows(store), fmt, "memory-scopes")
 
 
 @router.get("/api/memory/{scope:path}/versions/{version:int}")
@@ -236,10 +244,11 @@ def api_version(scope: str, version: int, ctx: Ctx) -> dict:
 
 
 @router.get("/api/memory/{scope:path}/versions")
-def api_versions(scope: str, ctx: Ctx) -> list[dict]:
+def api_versions(scope: str, ctx: Ctx, fmt: FormatQuery = "json") -> Response:
     with open_store(ctx) as store:
         require_head(store, scope)
-        return [v.model_dump(mode="json") for v in store.log(scope)]
+        rows = [v.model_dump(mode="json") for v in store.log(scope)]
+    return list_response(rows, fmt, f"{scope.replace('/', '-')}-versions")
 
 
 @router.get("/api/memory/{scope:path}/diff")

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from awm.evaluation.success import ground_truth_success
 from awm.pipeline.summary import INFRA_ENDS
 from awm.traces.db import EpisodeRow, RunDatabase, RunRow, StepRow
+from awm.trajectory import WorkflowCall
 
 from .catalog import Folder
 
@@ -45,6 +46,84 @@ def episode_status(episode: EpisodeRow) -> EpisodeStatus:
     if episode.end == "stuck":
         return "stuck"
     return "unjudged" if success is None else "failed"
+
+
+def _num(value: float) -> str:
+    return f"{value:g}"
+
+
+def decided_by(episode: EpisodeRow) -> str:
+    """In words, which rule decided the episode's status: shown right next to every verdict (the episode
+    page's badge, the run's table, the JSON), so "reward 1" beside a failed badge is never left to guess.
+    The rule itself is `awm.evaluation.success`: a full reward, read from the raw reward where the
+    benchmark reports one; without a reward, the judge."""
+    if episode.status != "ended":
+        return "still running: no verdict yet"
+    if episode.end in INFRA_ENDS:
+        return f"error: the episode ended with {episode.end} (the machinery failed), which counts as a failure"
+    truth = ground_truth_success(episode.verdict)
+    if truth is not None:
+        raw = episode.raw_reward
+        value = f"raw reward {_num(raw)}" if raw is not None else f"reward {_num(episode.reward or 0.0)}"
+        text = f"ground truth: {'success' if truth else 'failed'}, {value} is {'the' if truth else 'below the'} full reward 1"
+        if raw is not None and episode.reward is not None and episode.reward != raw:
+            text += f" (the benchmark's reward {_num(episode.reward)} counts partial credit; success does not)"
+        return text + ("; the agent gave up (stuck)" if episode.end == "stuck" and not truth else "")
+    if episode.judge in (None, "unknown"):
+        said = "could not tell (unknown)" if episode.judge == "unknown" else "was not asked"
+        return f"no reward from the benchmark and the judge {said}: not decided"
+    return f"judge: {episode.judge} (the benchmark gave no reward, so the LLM judge decides)"
+
+
+def verdict_short(episode: EpisodeRow) -> str:
+    """The value that decided, for a table cell ("raw reward 0.2 < 1", "judge: success"); the cell's
+    title holds `decided_by`'s sentence."""
+    if episode.status != "ended":
+        return "-"
+    if episode.end in INFRA_ENDS:
+        return episode.end
+    truth = ground_truth_success(episode.verdict)
+    if truth is not None:
+        name, value = ("raw reward", episode.raw_reward) if episode.raw_reward is not None else ("reward", episode.reward)
+        return f"{name} {_num(value or 0.0)} {'=' if truth else '<'} 1"
+    return f"judge: {episode.judge}" if episode.judge else "not judged"
+
+
+def step_counts(model_steps: int, sub_steps: int) -> str:
+    """"1 model step, 3 workflow sub-steps": the one way every page counts an episode's steps (a
+    `run_workflow` call is one model step; the steps it ran are sub-steps, with no model call each)."""
+    text = f"{model_steps} model step{'' if model_steps == 1 else 's'}"
+    if sub_steps:
+        text += f", {sub_steps} workflow sub-step{'' if sub_steps == 1 else 's'}"
+    return text
+
+
+class BoundValue(BaseModel):
+    """One value a `run_workflow` call ran with, and where it came from."""
+
+    name: str
+    value: str
+    source: Literal["goal", "model", "typed"]  # typed: an old record, the value a sub-step typed
+
+
+def call_values(call: WorkflowCall, children: list[StepRow]) -> list[BoundValue]:
+    """The values a `run_workflow` call ran with: read off the goal or given by the model, as recorded;
+    a record from before the goal's values were kept (`bound` empty) adds the values its sub-steps typed,
+    named by the field they went into."""
+    out = [BoundValue(name=k, value=v, source="goal") for k, v in sorted(call.bound.items())]
+    out += [BoundValue(name=k, value=v, source="model") for k, v in sorted(call.params.items())]
+    if call.bound:
+        return out
+    given = {v.value for v in out}
+    for sub in children:
+        args = (sub.action or {}).get("args") or {}
+        for key in ("value", "options", "text"):
+            value = args.get(key)
+            if isinstance(value, str) and value and value not in given:
+                field = sub.target.label if sub.target is not None else ""
+                out.append(BoundValue(name=field or f"step {sub.idx}", value=value, source="typed"))
+                given.add(value)
+    return out
 
 
 def screenshot_url(run_key: str, episode_id: str, index: int) -> str:

@@ -7,12 +7,14 @@ naming the file and what was wrong (`AwmError`); the API answers JSON, the pages
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Query, Request
+from fastapi.exception_handlers import request_validation_exception_handler
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -22,8 +24,20 @@ from awm.pipeline.summary import live_facts, summarize_episode
 from awm.traces.db import EpisodeRow, RunDatabase, StepRow
 
 from .catalog import Catalog, Folder, NotServed, file_in
-from .runs import STATUSES, RunListing, episode_status, read_run, run_listing, screenshot_url, step_tree
-from .web import STATIC_DIR, AppContext, AppSettings, context, page
+from .runs import (
+    STATUSES,
+    RunListing,
+    call_values,
+    decided_by,
+    episode_status,
+    read_run,
+    run_listing,
+    screenshot_url,
+    step_counts,
+    step_tree,
+    verdict_short,
+)
+from .web import STATIC_DIR, AppContext, AppSettings, FormatQuery, context, list_response, page
 
 Ctx = Annotated[AppContext, Depends(context)]
 
@@ -68,11 +82,23 @@ def _run(ctx: AppContext, key: str) -> Folder:
     return ctx.catalog.folder(key, "run")
 
 
+def cut_at_hash(db: RunDatabase, episode_id: str) -> list[EpisodeRow]:
+    """The episodes an address cut at `#` may have named. Episode ids hold `#` (`login-user#0-cb04e18b`);
+    pasted unencoded, the browser sends only `login-user` and keeps `#0-cb04e18b` as the fragment,
+    which the page (not the server) can still read."""
+    if not episode_id or "#" in episode_id:
+        return []
+    return [e for e in db.episodes() if e.id.startswith(episode_id + "#")]
+
+
 def _episode_in(db: RunDatabase, folder: Folder, episode_id: str) -> tuple[EpisodeRow, list[StepRow]]:
     """An episode of the run by its exact id, and its steps; `NotServed` when the run has no such episode."""
     row = db.episode(episode_id)
     if row is None:
-        raise NotServed(f"no episode '{episode_id}' in run {folder.key}")
+        hint = ""
+        if cut_at_hash(db, episode_id):
+            hint = f" (episode ids hold '#': write it as %23, e.g. {quote(episode_id + '#', safe='')}...)"
+        raise NotServed(f"no episode '{episode_id}' in run {folder.key}{hint}")
     return row, db.steps(episode_id)
 
 
@@ -83,6 +109,9 @@ def episode_payload(folder: Folder, episode: EpisodeRow, steps: list[StepRow]) -
         "run": folder.key,
         "episode": episode.model_dump(mode="json"),
         "status": episode_status(episode),
+        "decided_by": decided_by(episode),
+        "model_steps": episode.model_steps,
+        "sub_steps": episode.sub_steps,
         "steps": [
             {
                 **s.model_dump(mode="json"),
@@ -93,16 +122,32 @@ def episode_payload(folder: Folder, episode: EpisodeRow, steps: list[StepRow]) -
     }
 
 
+def episode_line(episode: EpisodeRow) -> dict[str, Any]:
+    """One line of `GET /api/runs/{run}/episodes`: the row, its status word, what decided it, and its
+    model steps (`steps` counts the workflow sub-steps too; `sub_steps` says how many)."""
+    return {
+        **episode.model_dump(mode="json"),
+        "status_word": episode_status(episode),
+        "decided_by": decided_by(episode),
+        "model_steps": episode.model_steps,
+    }
+
+
 def register_routes(app: FastAPI) -> None:
     @app.get("/api/runs")
-    def api_runs(ctx: Ctx) -> list[dict]:
-        return [r.model_dump(mode="json") for r in list_runs(ctx)]
+    def api_runs(
+        ctx: Ctx, fmt: FormatQuery = "json", status: Annotated[str, Query()] = "", q: Annotated[str, Query()] = ""
+    ) -> Response:
+        """The runs, filtered as the runs page filters them (`status`, `q`); `?format=csv` for a file."""
+        rows = filter_runs(list_runs(ctx), status, q)
+        return list_response([r.model_dump(mode="json") for r in rows], fmt, "runs")
 
     @app.get("/api/runs/{run}/episodes")
-    def api_episodes(run: str, ctx: Ctx) -> list[dict]:
+    def api_episodes(run: str, ctx: Ctx, fmt: FormatQuery = "json") -> Response:
         folder = _run(ctx, run)
         with RunDatabase(folder.path) as db:
-            return [{**e.model_dump(mode="json"), "status_word": episode_status(e)} for e in db.episodes()]
+            rows = [episode_line(e) for e in db.episodes()]
+        return list_response(rows, fmt, f"{folder.key}-episodes")
 
     @app.get("/api/runs/{run}/episodes/{episode}")
     def api_episode(run: str, episode: str, ctx: Ctx) -> dict:
@@ -137,7 +182,7 @@ def register_routes(app: FastAPI) -> None:
         folder = _run(ctx, run)
         run_row, episodes, recovered = read_run(folder)
         listing = run_listing(folder, run_row, episodes, sum(recovered.values()))
-        rows = [(e, episode_status(e), recovered.get(e.id, 0)) for e in episodes]
+        rows = [(e, episode_status(e), recovered.get(e.id, 0), decided_by(e), verdict_short(e)) for e in episodes]
         summary = (folder.path / "summary.md").is_file()
         return page(request, "run.html", folder=folder, run=run_row, listing=listing, rows=rows, has_summary=summary)
 
@@ -145,7 +190,13 @@ def register_routes(app: FastAPI) -> None:
     def episode_page(request: Request, run: str, episode: str, ctx: Ctx) -> Response:
         folder = _run(ctx, run)
         with RunDatabase(folder.path) as db:
-            data = episode_view_data(ctx, folder, db, episode, embed=False)
+            try:
+                data = episode_view_data(ctx, folder, db, episode, embed=False)
+            except NotServed as exc:
+                cut = cut_at_hash(db, episode)
+                if not cut:
+                    raise
+                return page(request, "episode_cut.html", status_code=404, folder=folder, stem=episode, episodes=cut, message=str(exc))
         return page(request, "episode.html", **data)
 
 
@@ -169,8 +220,12 @@ def episode_view_data(
         memory_url = f"/memory/scope/{quote(row.scope, safe='/')}"
     summary = summarize_episode(trajectory)
     live = summary.start_url or summary.verdict_source == "self-reported"  # as summary.md's Live pages
+    tree = step_tree(steps)
+    calls = {c.step: c for c in row.workflow_calls}
+    values = {n.step.idx: call_values(calls[n.step.idx], n.children) for n in tree if n.step.idx in calls}
     return {
-        "folder": folder, "episode": row, "status": episode_status(row), "tree": step_tree(steps),
+        "folder": folder, "episode": row, "status": episode_status(row), "decided": decided_by(row),
+        "step_counts": step_counts(row.model_steps, row.sub_steps), "tree": tree, "call_values": values,
         "shots": shots, "memory_url": memory_url, "workflows_used": trajectory.workflows_used,
         "live_facts": live_facts(summary) if live else [], "embedded": embed,
     }  # fmt: skip
@@ -187,6 +242,21 @@ def _data_url(folder: Folder, relative: str) -> str | None:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
 
 
+def validation_message(errors: Sequence[Any]) -> str:
+    """A request's bad parameters in words: which parameter, what was expected, what came
+    ("query parameter 'a': expected a valid integer, got 'x'"), instead of pydantic's JSON."""
+    parts = []
+    for error in errors:
+        loc = [str(p) for p in error.get("loc", ())]
+        where, name = (loc[0], ".".join(loc[1:])) if len(loc) > 1 else ("request", ".".join(loc) or "?")
+        expected = str(error.get("msg", "invalid")).removeprefix("Input should be ").removeprefix("Value error, ")
+        if error.get("type") == "missing":
+            parts.append(f"{where} parameter '{name}' is required")
+        else:
+            parts.append(f"{where} parameter '{name}': expected {expected}, got {error.get('input')!r}")
+    return "; ".join(parts) or "the request's parameters are not valid"
+
+
 def _error_response(request: Request, status: int, message: str) -> Response:
     if request.url.path.startswith("/api/"):
         return JSONResponse({"detail": message}, status_code=status)
@@ -195,7 +265,7 @@ def _error_response(request: Request, status: int, message: str) -> Response:
 
 def create_app(settings: AppSettings) -> FastAPI:
     """The application over `settings` (one per `awm serve`, one per test)."""
-    from . import ablation_pages, live, memory_pages
+    from . import ablation_pages, compare, live, memory_pages
 
     ctx = AppContext(settings=settings, catalog=Catalog(settings.runs))
     ctx.live = live.LiveRuns(settings)
@@ -214,6 +284,14 @@ def create_app(settings: AppSettings) -> FastAPI:
     def not_served(request: Request, exc: NotServed) -> Response:
         return _error_response(request, 404, str(exc))
 
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> Response:
+        """A bad query or path value is a 400 in words; a JSON body the API refuses keeps FastAPI's 422
+        with pydantic's details (what `POST /api/live` has always answered)."""
+        if any(str((e.get("loc") or ("",))[0]) == "body" for e in exc.errors()):
+            return await request_validation_exception_handler(request, exc)
+        return _error_response(request, 400, validation_message(exc.errors()))
+
     @app.exception_handler(AwmError)
     def awm_error(request: Request, exc: AwmError) -> Response:
         return _error_response(request, 422, str(exc))
@@ -221,6 +299,7 @@ def create_app(settings: AppSettings) -> FastAPI:
     register_routes(app)
     app.include_router(memory_pages.router)
     app.include_router(ablation_pages.router)
+    app.include_router(compare.router)
     app.include_router(live.router)
     return app
 

@@ -6,14 +6,16 @@ from a module global, so two applications (two tests) never share a catalog or a
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
-from fastapi import Request
-from fastapi.responses import HTMLResponse
+from fastapi import Query, Request
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, Field
 
@@ -74,6 +76,45 @@ def make_templates() -> Jinja2Templates:
 
 
 TEMPLATES = make_templates()
+
+
+ListFormat = Literal["json", "csv"]
+# `?format=csv` on a list endpoint; another value is a 400 naming the two (the app's validation handler).
+FormatQuery = Annotated[ListFormat, Query(alias="format", description="json (the default) or csv")]
+
+
+def _flat(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A row as CSV cells: nested objects as dotted columns (`task.goal`, `counts.success`), lists as
+    JSON text, None as an empty cell."""
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(_flat(value, f"{name}."))
+        elif isinstance(value, list | tuple):
+            out[name] = json.dumps(value, ensure_ascii=False, default=str)
+        else:
+            out[name] = "" if value is None else value
+    return out
+
+
+def csv_text(rows: list[dict[str, Any]]) -> str:
+    """Rows as CSV (the stdlib writer): one line per row, the union of their columns in first-seen order."""
+    flat = [_flat(r) for r in rows]
+    columns = list(dict.fromkeys(k for r in flat for k in r))
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, restval="", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(flat)
+    return buffer.getvalue()
+
+
+def list_response(rows: list[dict[str, Any]], fmt: ListFormat, name: str) -> Response:
+    """A list endpoint's answer: the rows as JSON, or with `?format=csv` as a CSV file `name`.csv."""
+    if fmt == "csv":
+        disposition = f'attachment; filename="{quote(name, safe="")}.csv"'
+        return Response(csv_text(rows), media_type="text/csv; charset=utf-8", headers={"Content-Disposition": disposition})
+    return JSONResponse(rows)
 
 
 def page(request: Request, name: str, *, status_code: int = 200, **data: Any) -> HTMLResponse:

@@ -141,7 +141,8 @@ class RunRow(BaseModel):
 
 
 class EpisodeRow(BaseModel):
-    """One episode as the database holds it; `steps` is the number of recorded steps."""
+    """One episode as the database holds it; `steps` is the number of recorded steps, `sub_steps` how
+    many of them a `run_workflow` call ran (no model call each), so `model_steps` are the rest."""
 
     id: str
     run_id: str
@@ -163,6 +164,11 @@ class EpisodeRow(BaseModel):
     completion_tokens: int
     workflow_calls: list[WorkflowCall] = Field(default_factory=list)
     steps: int = 0
+    sub_steps: int = 0
+
+    @property
+    def model_steps(self) -> int:
+        return self.steps - self.sub_steps
 
     @property
     def verdict(self) -> Verdict:
@@ -394,9 +400,11 @@ class RunWriter:
             self._conn.close()
 
 
-# An episode row with its number of recorded steps (`EpisodeRow.steps`).
+# An episode row with its number of recorded steps and of workflow sub-steps among them.
 _EPISODE_SELECT = (
-    "SELECT e.*, (SELECT COUNT(*) FROM step s WHERE s.episode_id = e.id) AS steps FROM episode e"
+    "SELECT e.*, (SELECT COUNT(*) FROM step s WHERE s.episode_id = e.id) AS steps,"
+    " (SELECT COUNT(*) FROM step s WHERE s.episode_id = e.id AND s.called_by IS NOT NULL) AS sub_steps"
+    " FROM episode e"
 )
 
 

@@ -234,7 +234,13 @@ def run_workflow(
     when the page ends the episode."""
     # Values read off the goal take the workflow's transforms; values the caller gives are typed as given.
     workflow = instantiate(instantiate(callable_workflow.workflow, callable_workflow.bound), params, transforms=False)
-    call = WorkflowCall(step=called_by, name=workflow.name, params=dict(params), steps_total=len(workflow.steps))
+    call = WorkflowCall(
+        step=called_by,
+        name=workflow.name,
+        params=dict(params),
+        bound=dict(callable_workflow.bound),
+        steps_total=len(workflow.steps),
+    )
     secret = set(session.secrets.names)  # typed by the executor from the placeholder, never bound here
     for number, wstep in enumerate(workflow.steps):
         left = [name for name in wstep.placeholders() if name not in secret]

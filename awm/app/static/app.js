@@ -1,0 +1,53 @@
+// awm serve: what every page shares. No framework and no CDN: the app works offline.
+"use strict";
+
+// An episode address pasted with its '#' unencoded reaches the server cut at the '#'; the rest is the
+// fragment, which only the page sees. The page that lists the episodes the cut address may name
+// follows the one the fragment completes.
+function followCutEpisode() {
+  const note = document.getElementById("cut-at-hash");
+  if (!note || !location.hash) return;
+  const wanted = note.dataset.stem + decodeURIComponent(location.hash);
+  const link = [...document.querySelectorAll("#cut-episodes a[data-id]")].find((a) => a.dataset.id === wanted);
+  if (link) location.replace(link.href);
+}
+
+// A cell's sort key: a number when the cell reads as one ("1,234/56" is 1234, "75%" is 75), else its
+// text. A `data-sort` attribute, when a cell has one, is read instead of its text.
+function sortKey(cell) {
+  const text = ((cell && (cell.dataset.sort ?? cell.textContent)) || "").trim();
+  const number = Number(text.replace(/[,%\s]/g, "").split("/")[0]);
+  return text !== "" && !Number.isNaN(number) ? number : text.toLowerCase();
+}
+
+function compareKeys(a, b) {
+  if (typeof a !== typeof b) return typeof a === "number" ? -1 : 1; // numbers before words and "-"
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function sortTable(table, index, th) {
+  const ascending = th.getAttribute("aria-sort") !== "ascending";
+  for (const cell of table.tHead.rows[0].cells) cell.removeAttribute("aria-sort");
+  th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
+  const body = table.tBodies[0];
+  const rows = [...body.rows].map((row, at) => ({ row, at, key: sortKey(row.cells[index]) }));
+  rows.sort((x, y) => (ascending ? 1 : -1) * compareKeys(x.key, y.key) || x.at - y.at);
+  body.append(...rows.map((r) => r.row));
+}
+
+// Every table with a header sorts by a click on a column's name (again: the other way round).
+function makeSortable(table) {
+  if (!table.tHead || !table.tBodies.length || table.tBodies[0].rows.length < 2) return;
+  [...table.tHead.rows[0].cells].forEach((th, index) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "sort";
+    button.title = "sort by " + th.textContent.trim();
+    button.append(...th.childNodes);
+    button.addEventListener("click", () => sortTable(table, index, th));
+    th.append(button);
+  });
+}
+
+followCutEpisode();
+document.querySelectorAll("table.grid").forEach(makeSortable);
