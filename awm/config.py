@@ -18,7 +18,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from awm.errors import ConfigError
 
@@ -86,9 +86,26 @@ class LLMSettings(BaseModel):
         return "local"
 
 
+GuidanceMode = Literal["on", "off"]
+# The agent's guidance filters, in the order they apply; each is defined, with the failure it came from,
+# in `awm.webarena.guidance_filters` (a test holds its `FILTERS` to these names).
+GUIDANCE_FILTERS = (
+    "spent_choices",
+    "undoing_clicks",
+    "disabled_targets",
+    "filled_not_clicked",
+    "goal_waiting",
+    "goal_note",
+    "first_step_infeasible",
+    "repeated_plain_actions",
+)
+
+
 class AgentSettings(BaseModel):
     """How the LLM web agent asks: constrained decoding (None: on for the local backend), the order of
-    the prompt's parts (stable prefix first, for the prefix cache), role-aware id sets."""
+    the prompt's parts (stable prefix first, for the prefix cache), role-aware id sets, and its guidance
+    (the named filters of `awm.webarena.guidance_filters`: `guidance = "off"` switches them all off,
+    `guidance_off` single ones)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -107,6 +124,18 @@ class AgentSettings(BaseModel):
     # With workflows to call in memory the agent asks for the thought format all the same: asked for the
     # action alone, the model typed the workflow's steps itself instead of calling it.
     thought: bool = False
+    # Guidance off: the grammar holds back nothing the action set (and `role_aware`) admits, and the prompt
+    # carries no note on the goal's state. Both change results, so both are in the config hash.
+    guidance: GuidanceMode = "on"
+    guidance_off: list[str] = Field(default_factory=list)
+
+    @field_validator("guidance_off")
+    @classmethod
+    def _known_filters(cls, names: list[str]) -> list[str]:
+        unknown = [name for name in names if name not in GUIDANCE_FILTERS]
+        if unknown:
+            raise ValueError(f"unknown filter '{unknown[0]}' (known filters: {', '.join(GUIDANCE_FILTERS)})")
+        return names
 
 
 # Hard ceilings of a live run (`awm run --url`, the live page): the `[browser.rails]` settings may lower
@@ -266,7 +295,8 @@ def load_settings(config_path: Path | None = None, overrides: dict[str, Any] | N
         where = ".".join(str(p) for p in first["loc"])
         if first["type"] == "extra_forbidden":
             raise ConfigError(f"unknown key '{where}'{source}: no such setting") from None
-        raise ConfigError(f"setting '{where}'{source}: {first['msg']} (got {first.get('input')!r})") from None
+        message = first["msg"].removeprefix("Value error, ")  # a validator's own words
+        raise ConfigError(f"setting '{where}'{source}: {message} (got {first.get('input')!r})") from None
 
 
 def config_hash(settings: Settings) -> str:

@@ -11,8 +11,9 @@ from awm.actions import actions_offered, parse_action
 from awm.tokens import CharEstimateCounter
 from awm.trajectory import Step, TargetDesc, Task
 from awm.webarena import prompts
-from awm.webarena.agent import DONE_GRAMMAR, LLMAgent, without_spent_choices
+from awm.webarena.agent import DONE_GRAMMAR, LLMAgent
 from awm.webarena.env import PageState
+from awm.webarena.guidance_filters import without_spent_choices
 from awm.webarena.harness import LIVE_REACTED, DecisionContext, finish_action
 from tests.stub_llm_server import Reply, StubLLMServer
 from tests.test_webarena_agent import local_style_client, stub_settings

@@ -21,15 +21,10 @@ from awm.memory.workflow import Workflow, WorkflowStep
 from awm.tokens import CharEstimateCounter, count_messages
 from awm.trajectory import Step, TargetDesc, Task
 from awm.webarena import prompts
-from awm.webarena.agent import (
-    LLMAgent,
-    prompt_hash,
-    spent_plain_actions,
-    without_spent_choices,
-    without_undoing_clicks,
-)
+from awm.webarena.agent import LLMAgent, prompt_hash
 from awm.webarena.env import BrowserSession, PageState
 from awm.webarena.fingerprint import ControlState, PageSnapshot
+from awm.webarena.guidance_filters import spent_plain_actions, without_spent_choices, without_undoing_clicks
 from awm.webarena.harness import DecisionContext, HarnessConfig, cycle_period, page_targets, run_episode
 from tests.stub_llm_server import Reply, StubLLMServer
 from tests.test_actions import gbnf_to_regex

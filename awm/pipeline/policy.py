@@ -1,7 +1,7 @@
 """The one policy factory: the policy of one episode from its task and the memory view the driver chose.
 
 Why one: `awm run`, the pipeline's stages and every worker process build policies here, so the LLM
-agent always gets the same settings (`[agent]`: grammar, prompt order, role-aware ids) whichever
+agent always gets the same settings (`[agent]`: grammar, prompt order, role-aware ids, guidance) whichever
 command started the run. Picklable: the client is dropped when pickled and rebuilt in the worker (or
 pointed at the driver's embedded llama.cpp server, `shared_base_url`, so N workers share one model).
 """
@@ -94,6 +94,8 @@ class PolicyFactory:
             role_aware=agent.role_aware,
             target_first=agent.target_first,
             thought=agent.thought,
+            guidance=agent.guidance,
+            guidance_off=agent.guidance_off,
         )
 
 

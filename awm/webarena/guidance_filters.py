@@ -1,0 +1,351 @@
+"""The agent's guidance: named filters that hold back, each step, what the model is offered (pure).
+
+Under constrained decoding the model can only answer what the grammar admits. Each filter here narrows
+that offer (per action, the element ids it may name; the action names) or adds the prompt's note on the
+goal's state, for one measured failure of the 1.5B model, and says which in its docstring. They apply in
+the order of `FILTERS`, in one loop (`narrowed`), inside `LLMAgent.build_request`; the model still
+decides among what is left.
+
+Each filter is switchable: `[agent] guidance = "off"` switches them all off (the grammar is then the
+action set's, with role-aware id sets when `role_aware` is on, and the prompt carries no goal note);
+`[agent] guidance_off = ["name", ...]` switches single filters off (`active_filters`). The names are
+also `awm.config.GUIDANCE_FILTERS`, where the settings check them (a test holds the two lists equal).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass, replace
+from functools import cached_property
+
+from awm.actions import ACTION_SETS, TEXT_ENTRY_ROLES, TOGGLE_ROLES
+from awm.config import GuidanceMode
+from awm.errors import ConfigError
+from awm.trajectory import Step
+from awm.webarena.env import PageState
+from awm.webarena.fingerprint import ControlState
+from awm.webarena.goal_progress import GoalGuidance, guidance
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What the model is offered this step: per action the element ids it may name (`ids_for`; an action
+    not listed takes every id on the page; None: no per-action sets at all), the action names (None: the
+    browser action set) and the prompt's note on the goal's state."""
+
+    ids_for: dict[str, list[str]] | None
+    names: list[str] | None
+    note: str = ""
+
+    def without_ids(self, held: Collection[str], actions: Iterable[str], page_ids: list[str]) -> Offer:
+        """This offer with the ids `held` taken from each of `actions` (whatever each offered before)."""
+        ids_for = self.ids_for or {}
+        return replace(
+            self, ids_for={**ids_for, **{n: [i for i in ids_for.get(n, page_ids) if i not in held] for n in actions}}
+        )
+
+
+@dataclass
+class FilterContext:
+    """What a filter reads: the page, the goal, the steps so far, and whether the agent ends the task
+    itself (a live page, an arena site). The goal's state is worked out once, on first use."""
+
+    page: PageState
+    goal: str
+    history: Sequence[Step]
+    ends_itself: bool = False
+
+    @cached_property
+    def goal_state(self) -> GoalGuidance:
+        return guidance(self.page, self.goal, self.history)
+
+
+@dataclass(frozen=True)
+class GuidanceFilter:
+    """One named filter: `narrow(context, offer)` returns the offer it leaves.
+
+    `role_aware_only`: applied only with `[agent] role_aware` on, as before the filters were named (with
+    it off the grammar is the page's ids alone, the grammar the role-aware one was measured against).
+    `gives_way`: taken back when what is left gives the grammar no answer at all.
+    """
+
+    narrow: Callable[[FilterContext, Offer], Offer]
+    role_aware_only: bool = True
+    gives_way: bool = False
+
+    @property
+    def name(self) -> str:
+        return self.narrow.__name__
+
+    @property
+    def why(self) -> str:
+        return inspect.getdoc(self.narrow) or ""
+
+
+# -- what the filters compute ----------------------------------------------------------------------
+
+
+def _target(step: Step, *, failed_too: bool = False) -> tuple[str, str] | None:
+    """(action name, element id) of a step that executed without error (`failed_too`: or that was
+    tried and failed), else None."""
+    if not step.action or (step.outcome != "ok" and not failed_too):
+        return None
+    args = step.action.get("args")
+    bid = args.get("bid") if isinstance(args, dict) else None
+    return (str(step.action.get("name", "")), str(bid)) if bid is not None else None
+
+
+def _shows_value(page_text: str, bid: str) -> bool:
+    """Whether the page line of element `bid` shows a current value (`value='...'`)."""
+    head = f"[{bid}] "
+    return any(line.startswith(head) and " value='" in line for line in page_text.splitlines())
+
+
+def without_spent_choices(
+    ids_for: dict[str, list[str]],
+    page_ids: list[str],
+    history: Sequence[Step],
+    page_text: str,
+    fingerprint: str,
+    *,
+    ends_itself: bool = False,
+) -> dict[str, list[str]]:
+    """Per-action ids minus the choices that cannot move the task on (why: `spent_choices`): the same
+    state-setting action on the element the last step just set; `fill` on a field this episode already
+    filled that still shows a value; every action already tried on this very page state (same
+    fingerprint), worked or failed; and, where the agent ends the task itself (`ends_itself`), every
+    click made on this page since its last fill, select or check."""
+    out = dict(ids_for)
+
+    def drop(name: str, bid: str) -> None:
+        out[name] = [i for i in out.get(name, page_ids) if i != bid]
+
+    last = _target(history[-1]) if history else None
+    if last is not None and ACTION_SETS["browser"][last[0]].sets_state:
+        drop(*last)
+    if ends_itself and history:
+        # A click already made on this page (same URL) since the last state-setting action is spent: a
+        # button clicked before a field was filled (Add, Search) is offered again once it was filled.
+        url = history[-1].url
+        for step in reversed(history):
+            done = _target(step)
+            if step.url != url or (done is not None and ACTION_SETS["browser"][done[0]].sets_state):
+                break
+            if done is not None and done[0] == "click":
+                drop("click", done[1])
+    for step in history:
+        done = _target(step)
+        if done is not None and done[0] == "fill" and _shows_value(page_text, done[1]):
+            drop("fill", done[1])
+        tried = _target(step, failed_too=True) if step.fingerprint == fingerprint else None
+        if tried is not None and tried[0] in ACTION_SETS["browser"]:
+            drop(*tried)
+    return out
+
+
+CHOSEN_BY_CLICK_ROLES = frozenset({"option", "tab"})
+
+
+def _already_chosen(control: ControlState) -> bool:
+    """A ticked checkbox or radio button, a selected option or tab: what a click on it chose is chosen."""
+    if control.role in TOGGLE_ROLES:
+        return "checked" in control.flags
+    return control.role in CHOSEN_BY_CLICK_ROLES and "selected" in control.flags
+
+
+def without_undoing_clicks(ids_for: dict[str, list[str]], page: PageState) -> dict[str, list[str]]:
+    """Per-action ids minus clicks on what the page shows already chosen: ticked boxes and radio buttons,
+    selected options and tabs (why: `undoing_clicks`)."""
+    controls = page.snapshot.controls if page.snapshot else {}
+    chosen = {bid for bid, control in controls.items() if _already_chosen(control)}
+    if not chosen:
+        return ids_for
+    return {**ids_for, "click": [i for i in ids_for.get("click", page.ids) if i not in chosen]}
+
+
+def spent_plain_actions(history: Sequence[Step], page: PageState) -> set[str]:
+    """Names of actions without an element (scroll, noop...) already taken on this page as it is now:
+    same fingerprint and the same text, so the page, scrolled or not, showed nothing new (why:
+    `repeated_plain_actions`)."""
+    return {
+        str(step.action.get("name", ""))
+        for step in history
+        if step.action
+        and _target(step, failed_too=True) is None
+        and step.fingerprint == page.fingerprint
+        and step.observation == page.text
+    }
+
+
+# Roles that `fill` sets and a click only disturbs (`filled_not_clicked`).
+FILLED_NOT_CLICKED = (TEXT_ENTRY_ROLES - {"combobox"}) | {"slider"}
+# Actions whose click or key press would use a control that waits for the goal's own (`goal_waiting`).
+WAITING_ACTIONS = ("click", "press", "select_text")
+
+
+# -- the filters -----------------------------------------------------------------------------------
+
+
+def spent_choices(context: FilterContext, offer: Offer) -> Offer:
+    """Holds the choices that cannot move the task on (`without_spent_choices`).
+
+    Why: measured on the 1.5B model, once the grammar stopped it filling the Submit button it filled
+    the same text field again step after step, or pressed Enter in it and filled it again, until the
+    loop stop. Taken out for the next step: the same state-setting action on the element the last step
+    just set, and `fill` on a field this episode already filled that still shows a value (a `press` that
+    left the page as it was is taken out by the same-state rule below). What is left (click Submit) moves
+    the task on; a real correction stays possible (clear, then fill).
+
+    On every page also each action already tried on this very page state (same fingerprint: same
+    structure, values, checks and focus), whether it worked or failed: the page answers an action the
+    same way twice, so taking it again from here can only fail again or go round a cycle. Measured on
+    the development split before this rule: 58 of 131 failed episodes ended at the loop stop, most of
+    them one click repeated, and navigate-tree toggled a folder open and shut (A-B-A-B) until it.
+
+    Where the agent ends the task itself (a live page, an arena site) also every click already made on
+    this page since its last fill, select or check: measured on ten small pages, the model clicked the
+    button that had just worked again and again (the mug added to the cart ten times, the open tab
+    clicked until the loop stop), and with only the last click taken away it went back and forth between
+    two tabs; with those clicks spent it finishes or moves on, and a button clicked too early (Add
+    before typing) comes back once the field is filled.
+    """
+    page = context.page
+    ids_for = without_spent_choices(
+        offer.ids_for or {}, page.ids, context.history, page.text, page.fingerprint, ends_itself=context.ends_itself
+    )
+    return replace(offer, ids_for=ids_for)
+
+
+def undoing_clicks(context: FilterContext, offer: Offer) -> Offer:
+    """Holds clicks on what the page shows already chosen: ticked boxes and radio buttons, selected
+    options and tabs (`uncheck` stays offered for a box that must be cleared).
+
+    Why: measured on the development split, the 1.5B model clicked the box it had to tick, then clicked
+    it again (unticking it) and again until the loop stop (click-checkboxes); it clicked the radio button
+    or the list option it had chosen three and four times (click-option, click-scroll-list). A click on
+    what is chosen undoes it or does nothing.
+    """
+    return replace(offer, ids_for=without_undoing_clicks(offer.ids_for or {}, context.page))
+
+
+def disabled_targets(context: FilterContext, offer: Offer) -> Offer:
+    """Holds the elements the page shows disabled, for every action that needs an enabled target (the
+    executor refuses it there anyway), and for `focus`: a disabled element takes no focus either (the
+    model focused the disabled password field).
+
+    Why: measured on login-user-popup, a popup disabled the form; the model filled, cleared, clicked and
+    pressed Enter on the disabled fields until the step limit, while the popup's own buttons waited.
+    """
+    page = context.page
+    disabled = {bid for bid in page.ids if "disabled" in page.flags(bid)}
+    if not disabled:
+        return offer
+    acting = [name for name, spec in ACTION_SETS["browser"].items() if spec.needs_interactable or name == "focus"]
+    return offer.without_ids(disabled, acting, page.ids)
+
+
+def filled_not_clicked(context: FilterContext, offer: Offer) -> Offer:
+    """Holds clicks on text fields and sliders (`FILLED_NOT_CLICKED`): they are filled, not clicked
+    (`fill` focuses the field itself; `focus` stays offered). A combobox keeps its click: a custom one
+    opens its list that way.
+
+    Why: measured, the model clicked the 'to:' field of email-inbox-forward again and again after filling
+    it, and multi-layouts' fields before filling them, until the step limit; a click on a slider moves
+    its handle to the box's centre (use-slider).
+    """
+    page = context.page
+    filled = {bid for bid, d in page.elements.items() if d.role in FILLED_NOT_CLICKED}
+    return offer.without_ids(filled, ["click"], page.ids)
+
+
+def goal_waiting(context: FilterContext, offer: Offer) -> Offer:
+    """Holds, for click, press and select_text, what waits for the goal's own controls
+    (`awm.webarena.goal_progress.guidance`, which lists every case and the failure it came from): the
+    buttons while a box the goal names is not ticked yet or a value it names is not typed yet, the other
+    links when it names one by its text, the other options of a list it names options of.
+
+    Why: Submit clicked early ends the task half done (click-checkboxes-large: one of the listed boxes
+    ticked, then Submit); another word than the link the goal names ends it wrong (click-collapsible-2,
+    click-tab-2, click-link).
+    """
+    waiting = context.goal_state.waiting
+    if not waiting:
+        return offer
+    return offer.without_ids(waiting, WAITING_ACTIONS, context.page.ids)
+
+
+def goal_note(context: FilterContext, offer: Offer) -> Offer:
+    """Adds to the prompt, after the page, what the goal names that is not done yet on this page (its
+    controls not done, its values not typed, a link it names that is not here) and why a button waits
+    (`awm.webarena.goal_progress.guidance`).
+
+    Why: held off a button by `goal_waiting`, the model is told what is left instead of guessing why;
+    measured on the development split, it ticked one of the boxes a goal listed and clicked Submit
+    (click-checkboxes-large 0/3), or ticked two of four.
+    """
+    return replace(offer, note=context.goal_state.note)
+
+
+def first_step_infeasible(context: FilterContext, offer: Offer) -> Offer:
+    """Holds `report_infeasible` on the first step where the agent ends the task itself (a live page, an
+    arena site).
+
+    Why: measured, the model gave up on a question page before looking.
+    """
+    if not context.ends_itself or context.history or offer.names is None:
+        return offer
+    return replace(offer, names=[n for n in offer.names if n != "report_infeasible"])
+
+
+def repeated_plain_actions(context: FilterContext, offer: Offer) -> Offer:
+    """Holds the actions without an element (scroll, noop...) already taken on this page as it is now
+    (`spent_plain_actions`): same fingerprint and the same text, so the page showed nothing new. Gives way
+    when nothing else is left (a page with no element ids whose scroll did nothing): the repeat count
+    then ends the episode as stuck.
+
+    Why: measured on click-pie, the model scrolled a page that does not scroll three times, until the loop
+    stop; on a long page a scroll that reveals lines changes the text and stays offered.
+    """
+    spent = spent_plain_actions(context.history, context.page)
+    if not spent:
+        return offer
+    names = offer.names if offer.names is not None else list(ACTION_SETS["browser"])
+    return replace(offer, names=[n for n in names if n not in spent])
+
+
+# In the order they apply. The goal note is added whatever `role_aware` says; so is the first-step rule.
+FILTERS: tuple[GuidanceFilter, ...] = (
+    GuidanceFilter(spent_choices),
+    GuidanceFilter(undoing_clicks),
+    GuidanceFilter(disabled_targets),
+    GuidanceFilter(filled_not_clicked),
+    GuidanceFilter(goal_waiting),
+    GuidanceFilter(goal_note, role_aware_only=False),
+    GuidanceFilter(first_step_infeasible, role_aware_only=False),
+    GuidanceFilter(repeated_plain_actions, gives_way=True),
+)
+
+
+def active_filters(
+    mode: GuidanceMode = "on", switched_off: Collection[str] = (), *, role_aware: bool = True
+) -> tuple[GuidanceFilter, ...]:
+    """The filters that apply, in order: none with `mode` off, else all but those `switched_off` names
+    (and, with `role_aware` off, but those that only narrow role-aware sets). An unknown name is a
+    `ConfigError` naming the known ones (the settings check it first; this holds for direct callers)."""
+    known = [f.name for f in FILTERS]
+    unknown = [name for name in switched_off if name not in known]
+    if unknown:
+        raise ConfigError(
+            f"[agent] guidance_off names an unknown filter '{unknown[0]}' (known filters: {', '.join(known)})"
+        )
+    if mode == "off":
+        return ()
+    return tuple(f for f in FILTERS if f.name not in switched_off and (role_aware or not f.role_aware_only))
+
+
+def narrowed(offer: Offer, context: FilterContext, filters: Iterable[GuidanceFilter]) -> Offer:
+    """The offer each filter in turn leaves: the one loop that applies the agent's guidance."""
+    for guidance_filter in filters:
+        offer = guidance_filter.narrow(context, offer)
+    return offer

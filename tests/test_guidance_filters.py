@@ -1,0 +1,284 @@
+"""The agent's guidance filters, one by one on small shop pages (not benchmark pages): what each holds
+back when its condition holds and that it holds nothing back when it does not; the switch that turns
+them all off (the bare grammar, no goal note) or single ones; and the settings' check of their names."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from awm.actions import ACTION_SETS, action_grammar
+from awm.config import GUIDANCE_FILTERS, config_hash, load_settings
+from awm.errors import ConfigError
+from awm.llm.base import ChatRequest, ChatResult
+from awm.pipeline.policy import PolicyFactory
+from awm.tokens import CharEstimateCounter, TokenCounter
+from awm.trajectory import Step, TargetDesc, Task
+from awm.webarena import prompts
+from awm.webarena.agent import LLMAgent
+from awm.webarena.env import PageState
+from awm.webarena.fingerprint import ControlState, PageSnapshot
+from awm.webarena.guidance_filters import (
+    FILTERS,
+    FilterContext,
+    Offer,
+    active_filters,
+    disabled_targets,
+    filled_not_clicked,
+    first_step_infeasible,
+    goal_note,
+    goal_waiting,
+    narrowed,
+    repeated_plain_actions,
+    spent_choices,
+    undoing_clicks,
+)
+from awm.webarena.harness import DecisionContext, page_targets
+
+SHOP = "http://shop.example.test/checkout"
+PLAIN_GOAL = "Buy the blue mug with the saved card."
+
+
+def shop_page(
+    lines: list[tuple[str, str, str, str]],
+    *,
+    goal: str = PLAIN_GOAL,
+    fingerprint: str = "fp",
+    snapshot: PageSnapshot | None = None,
+) -> PageState:
+    """A page from (id, role, label, extra) lines, as the observation prints them (extra: `value='...'`
+    or flags after a comma)."""
+    text = "\n".join(f"[{b}] {r} '{lab}'" + (f"{x}" if x else "") for b, r, lab, x in lines)
+    elements = {b: TargetDesc(role=r, label=lab) for b, r, lab, _ in lines}
+    return PageState(
+        text=text, ids=[b for b, *_ in lines], elements=elements, url=SHOP, goal=goal, fingerprint=fingerprint,
+        snapshot=snapshot,
+    )  # fmt: skip
+
+
+CHECKOUT = [
+    ("11", "textbox", "Email", ""),
+    ("12", "checkbox", "Gift wrap", ""),
+    ("13", "button", "Place order", ""),
+]
+
+
+def done(name: str, args: dict[str, object], *, fingerprint: str = "before", outcome: str = "ok", **kw: object) -> Step:
+    return Step(index=0, url=SHOP, action={"name": name, "args": args}, outcome=outcome, fingerprint=fingerprint, **kw)
+
+
+def context(page: PageState, history: list[Step] | None = None, *, ends_itself: bool = False) -> FilterContext:
+    return FilterContext(page, page.goal, history or [], ends_itself=ends_itself)
+
+
+def every_id(page: PageState) -> Offer:
+    """The offer before any filter: the page's role-aware id sets and every browser action."""
+    return Offer(ids_for=page_targets(page).ids_for, names=None)
+
+
+# --- each filter --------------------------------------------------------------------------------
+
+
+def test_spent_choices_holds_a_field_already_filled_and_an_action_tried_on_this_page_state() -> None:
+    page = shop_page([("11", "textbox", "Email", " value='ann@example.test'"), *CHECKOUT[1:]])
+    offer = every_id(page)
+    history = [done("fill", {"bid": "11", "value": "ann@example.test"}), done("click", {"bid": "12"}, fingerprint="fp")]
+    left = spent_choices(context(page, history), offer)
+    assert "11" in offer.ids_for["fill"] and "11" not in left.ids_for["fill"]  # filled and shows its value
+    assert "12" not in left.ids_for["click"] and "13" in left.ids_for["click"]  # tried on this very state
+    assert spent_choices(context(page, []), offer) == offer  # nothing done yet: nothing held
+
+
+def test_undoing_clicks_holds_clicks_on_what_shows_chosen() -> None:
+    controls = {"12": ControlState(role="checkbox", label="Gift wrap", flags=["checked"])}
+    page = shop_page(CHECKOUT, snapshot=PageSnapshot(controls=controls))
+    left = undoing_clicks(context(page), every_id(page))
+    assert "12" not in left.ids_for["click"] and "13" in left.ids_for["click"]
+    assert "12" in left.ids_for["uncheck"]  # a box that must be cleared can still be
+    unticked = shop_page(CHECKOUT, snapshot=PageSnapshot(controls={"12": ControlState(role="checkbox")}))
+    assert undoing_clicks(context(unticked), every_id(unticked)) == every_id(unticked)
+
+
+def test_disabled_targets_holds_a_disabled_element_for_every_action_that_needs_an_enabled_one() -> None:
+    page = shop_page([*CHECKOUT[:2], ("13", "button", "Place order", ", disabled")])
+    left = disabled_targets(context(page), every_id(page))
+    acting = [n for n, spec in ACTION_SETS["browser"].items() if spec.needs_interactable or n == "focus"]
+    assert "click" in acting and "focus" in acting
+    assert all("13" not in left.ids_for.get(name, page.ids) for name in acting)
+    assert "11" in left.ids_for["fill"] and "12" in left.ids_for["click"]
+    enabled = shop_page(CHECKOUT)
+    assert disabled_targets(context(enabled), every_id(enabled)) == every_id(enabled)
+
+
+def test_filled_not_clicked_holds_clicks_on_text_fields_and_sliders_but_not_on_a_combobox() -> None:
+    page = shop_page([*CHECKOUT, ("14", "slider", "Quantity", ""), ("15", "combobox", "Country", "")])
+    left = filled_not_clicked(context(page), every_id(page))
+    assert left.ids_for["click"] == ["12", "13", "15"]
+    assert "11" in left.ids_for["fill"] and "11" in left.ids_for.get("focus", page.ids)  # filled or focused
+    no_fields = shop_page(CHECKOUT[1:])
+    assert filled_not_clicked(context(no_fields), every_id(no_fields)).ids_for["click"] == no_fields.ids
+
+
+LINKS = [("21", "link", "Returns", ""), ("22", "link", "Shipping", ""), ("23", "button", "Search", "")]
+LINK_GOAL = 'Click on the link "Returns".'
+
+
+def test_goal_waiting_holds_the_other_links_when_the_goal_names_one() -> None:
+    page = shop_page(LINKS, goal=LINK_GOAL)
+    left = goal_waiting(context(page), every_id(page))
+    assert left.ids_for["click"] == ["21"]  # Shipping waits, and the Search button until Returns is clicked
+    assert "22" not in left.ids_for["press"]
+    plain = shop_page(LINKS)
+    assert goal_waiting(context(plain), every_id(plain)) == every_id(plain)
+
+
+def test_goal_note_says_what_the_goal_names_that_is_not_on_this_page() -> None:
+    page = shop_page(LINKS[1:], goal=LINK_GOAL)  # no Returns link here
+    note = goal_note(context(page), every_id(page)).note
+    assert note == "The link 'Returns' named in the goal is not on this page: look for it elsewhere."
+    assert goal_note(context(shop_page(LINKS[1:])), every_id(page)).note == ""
+
+
+def test_first_step_infeasible_holds_giving_up_before_looking_where_the_agent_ends_the_task() -> None:
+    page = shop_page(CHECKOUT)
+    offer = Offer(ids_for=None, names=["click", "send_msg_to_user", "report_infeasible"])
+    assert first_step_infeasible(context(page, ends_itself=True), offer).names == ["click", "send_msg_to_user"]
+    assert first_step_infeasible(context(page, [done("click", {"bid": "12"})], ends_itself=True), offer) == offer
+    assert first_step_infeasible(context(page, ends_itself=False), offer) == offer
+
+
+def test_repeated_plain_actions_holds_a_scroll_that_showed_nothing_new() -> None:
+    page = shop_page(CHECKOUT)
+    scrolled = done("scroll", {"delta_x": 0, "delta_y": 300}, fingerprint="fp", observation=page.text)
+    left = repeated_plain_actions(context(page, [scrolled]), Offer(ids_for=None, names=None))
+    assert left.names == [n for n in ACTION_SETS["browser"] if n != "scroll"]
+    longer = shop_page([*CHECKOUT, ("14", "link", "Terms", "")])  # the scroll revealed a line
+    assert repeated_plain_actions(context(longer, [scrolled]), Offer(None, None)) == Offer(None, None)
+
+
+# --- the list and the switch ------------------------------------------------------------------------
+
+
+def test_every_filter_is_named_in_the_settings_in_order_and_says_why() -> None:
+    assert tuple(f.name for f in FILTERS) == GUIDANCE_FILTERS
+    for f in FILTERS:
+        assert "Why" in f.why, f.name
+
+
+def test_active_filters_follow_the_switch_and_role_aware() -> None:
+    assert active_filters("on") == FILTERS
+    assert active_filters("off") == () == active_filters("off", ["goal_note"])
+    assert [f.name for f in active_filters("on", ["goal_note", "spent_choices"])] == [
+        n for n in GUIDANCE_FILTERS if n not in ("goal_note", "spent_choices")
+    ]
+    # With role_aware off, as before the filters were named: only the goal note and the first-step rule.
+    assert [f.name for f in active_filters("on", role_aware=False)] == ["goal_note", "first_step_infeasible"]
+    with pytest.raises(ConfigError, match=r"guidance_off.*'spent_choice'.*known filters: spent_choices"):
+        active_filters("on", ["spent_choice"])
+
+
+def test_narrowed_applies_the_filters_in_order() -> None:
+    page = shop_page(LINKS, goal=LINK_GOAL)
+    left = narrowed(every_id(page), context(page), FILTERS)
+    assert left.ids_for["click"] == ["21"]  # the Search button and the Shipping link wait
+    assert left.note == "Named in the goal and not done yet: [21] link 'Returns'"
+    assert narrowed(every_id(page), context(page), ()) == every_id(page)
+
+
+@dataclass
+class NoModel:
+    """A client the agent never calls: `build_request` only builds the request."""
+
+    backend: str = "local"
+    model: str = "no-model"
+
+    def chat(self, request: ChatRequest) -> ChatResult:
+        raise AssertionError("build_request calls no model")
+
+    def token_counter(self) -> TokenCounter:
+        return CharEstimateCounter()
+
+
+LIVE = Task(task_id="live.shop", goal=LINK_GOAL, scope="live/shop.example.test", benchmark="live")
+
+
+def request_for(agent: LLMAgent, page: PageState, history: list[Step]) -> ChatRequest:
+    ctx = DecisionContext(task=LIVE, page=page, history=history, feedback="", step_index=len(history))
+    return agent.build_request(ctx)[0]
+
+
+def held_page() -> tuple[PageState, list[Step]]:
+    """A page on which every kind of id filter holds something back, and the note says something."""
+    lines = [
+        ("11", "textbox", "Email", " value='ann@example.test'"),
+        ("12", "checkbox", "Gift wrap", ", checked"),
+        ("13", "button", "Place order", ", disabled"),
+        ("22", "link", "Shipping", ""),
+        ("23", "button", "Search", ""),
+        ("14", "textbox", "Coupon", ", disabled"),
+    ]
+    controls = {"12": ControlState(role="checkbox", label="Gift wrap", flags=["checked"])}
+    page = shop_page(lines, goal=LINK_GOAL, snapshot=PageSnapshot(controls=controls))
+    return page, [done("fill", {"bid": "11", "value": "ann@example.test"})]
+
+
+def test_guidance_off_gives_the_bare_grammar_and_no_goal_note() -> None:
+    page, history = held_page()
+    settings = load_settings(overrides={"agent": {"guidance": "off"}})
+    names = prompts.action_names_for(LIVE, LINK_GOAL)
+    on = request_for(LLMAgent(NoModel(), CharEstimateCounter(), settings=settings), page, history)
+    off = LLMAgent(NoModel(), CharEstimateCounter(), settings=settings, guidance="off")
+    bare = request_for(off, page, history)
+    assert bare.grammar == action_grammar(
+        "browser", page_ids=page.ids, names=names, with_thought=False, ids_for=page_targets(page).ids_for
+    )
+    assert on.grammar != bare.grammar and on.grammar is not None
+    assert "look for it elsewhere" in on.messages[-1]["content"]
+    assert "look for it elsewhere" not in bare.messages[-1]["content"]
+    # With role_aware off too: every id for every action of the action set.
+    plain = LLMAgent(NoModel(), CharEstimateCounter(), settings=settings, guidance="off", role_aware=False)
+    assert request_for(plain, page, history).grammar == action_grammar(
+        "browser", page_ids=page.ids, names=names, with_thought=False
+    )
+
+
+def test_a_single_filter_switched_off_gives_back_only_what_it_held() -> None:
+    page, history = held_page()
+    settings = load_settings()
+    on = request_for(LLMAgent(NoModel(), CharEstimateCounter(), settings=settings), page, history)
+    agent = LLMAgent(NoModel(), CharEstimateCounter(), settings=settings, guidance_off=["disabled_targets"])
+    without = request_for(agent, page, history)
+    assert on.grammar is not None and "fill ::=" not in on.grammar  # Email filled already, Coupon disabled
+    assert without.grammar is not None and "bid-fill ::= \"'14'\"\n" in without.grammar
+    assert "click ::=" not in without.grammar  # every other filter still holds (each click is held)
+
+
+def test_the_policy_factory_hands_the_switch_to_the_agent_and_it_changes_the_config_hash() -> None:
+    settings = load_settings(overrides={"agent": {"guidance_off": ["goal_note"]}})
+    agent = PolicyFactory(settings, client=NoModel())(LIVE, None)
+    assert isinstance(agent, LLMAgent) and "goal_note" not in [f.name for f in agent.guidance]
+    off = load_settings(overrides={"agent": {"guidance": "off"}})
+    unguided = PolicyFactory(off, client=NoModel())(LIVE, None)
+    assert isinstance(unguided, LLMAgent) and unguided.guidance == ()
+    assert len({config_hash(load_settings()), config_hash(settings), config_hash(off)}) == 3
+
+
+# --- the settings' check ----------------------------------------------------------------------------
+
+
+def test_an_unknown_filter_name_is_a_config_error_naming_the_key_the_name_and_the_known_names(
+    tmp_path: Path,
+) -> None:
+    config = tmp_path / "agent.toml"
+    config.write_text('[agent]\nguidance_off = ["goal_note", "spent_choice"]\n')
+    with pytest.raises(ConfigError) as error:
+        load_settings(config)
+    message = str(error.value)
+    assert "agent.guidance_off" in message and str(config) in message
+    assert "unknown filter 'spent_choice'" in message and "Value error" not in message
+    assert all(name in message for name in GUIDANCE_FILTERS)
+    config.write_text('[agent]\nguidance = "partly"\n')
+    with pytest.raises(ConfigError, match=r"agent\.guidance"):
+        load_settings(config)
