@@ -303,4 +303,11 @@ def config_hash(settings: Settings) -> str:
     """A short, stable hash of everything that changes results (secrets, paths, how a run is watched
     and how many requests the local server takes at once excluded)."""
     payload = settings.model_dump(mode="json", exclude=NOT_RESULTS)
+    # Settings added after runs were made are left out at their default (what those runs did), so a
+    # run folder made before them still resumes: the guidance filters on, none switched off.
+    agent = payload.get("agent", {})
+    if agent.get("guidance") == "on":
+        agent.pop("guidance")
+    if not agent.get("guidance_off", True):
+        agent.pop("guidance_off")
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]

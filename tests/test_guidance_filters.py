@@ -4,13 +4,15 @@ them all off (the bare grammar, no goal note) or single ones; and the settings' 
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from awm.actions import ACTION_SETS, action_grammar
-from awm.config import GUIDANCE_FILTERS, config_hash, load_settings
+from awm.config import GUIDANCE_FILTERS, NOT_RESULTS, config_hash, load_settings
 from awm.errors import ConfigError
 from awm.llm.base import ChatRequest, ChatResult
 from awm.pipeline.policy import PolicyFactory
@@ -263,6 +265,11 @@ def test_the_policy_factory_hands_the_switch_to_the_agent_and_it_changes_the_con
     unguided = PolicyFactory(off, client=NoModel())(LIVE, None)
     assert isinstance(unguided, LLMAgent) and unguided.guidance == ()
     assert len({config_hash(load_settings()), config_hash(settings), config_hash(off)}) == 3
+    # at their defaults the switches leave the hash as it was before they existed: older runs resume
+    before = load_settings().model_dump(mode="json", exclude=NOT_RESULTS)
+    for key in ("guidance", "guidance_off"):
+        before["agent"].pop(key)
+    assert config_hash(load_settings()) == hashlib.sha256(json.dumps(before, sort_keys=True).encode()).hexdigest()[:12]
 
 
 # --- the settings' check ----------------------------------------------------------------------------

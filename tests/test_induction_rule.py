@@ -267,3 +267,11 @@ def test_an_answer_read_off_the_page_is_left_to_the_agent_and_a_stated_one_is_ke
 
     only_answered = _traj("d", [("send_msg_to_user", {"text": "42"}, None)], goal="How many lamps are there?")
     assert induce_rule([only_answered], admission="gt") == ([], report.__class__(skipped_empty=["d"]))
+
+
+def test_an_answer_that_only_looks_like_a_word_of_the_goal_is_still_read_off_the_page():
+    road = TargetDesc(role="link", label="Roadmap")
+    asked = _traj("a", [("click", {"bid": "2"}, road), ("send_msg_to_user", {"text": "3"}, None)],
+                  goal="How many open tickets does milestone 1.3 have?")  # fmt: skip
+    [workflow], _ = induce_rule([asked], admission="gt")
+    assert [s.action for s in workflow.steps] == ["click"]

@@ -361,12 +361,15 @@ def value_check(step: AbstractStep, value: str) -> StepCheck | None:
 
 def read_answers(members: Sequence[AbstractTrajectory]) -> set[int]:
     """The indices of the members' answer steps whose text no member's goal states (pure): answers read
-    off the page, which a workflow must leave to the agent (see the module docstring)."""
+    off the page, which a workflow must leave to the agent (see the module docstring). Stated means
+    quoted: a bare word is too weak a sign ("How many tickets has milestone 1.3?" answered "3" is no
+    answer the goal dictates, though "3" stands alone in "1.3")."""
     goals = [m.goal for m in members]
     return {
         i
         for i, step in enumerate(members[0].steps)
-        if step.action in ANSWER_ACTIONS and match_value([m.steps[i].value for m in members], goals) is None
+        if step.action in ANSWER_ACTIONS
+        and match_value([m.steps[i].value for m in members], goals, quoted_only=True) is None
     }
 
 
