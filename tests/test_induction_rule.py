@@ -275,3 +275,25 @@ def test_an_answer_that_only_looks_like_a_word_of_the_goal_is_still_read_off_the
                   goal="How many open tickets does milestone 1.3 have?")  # fmt: skip
     [workflow], _ = induce_rule([asked], admission="gt")
     assert [s.action for s in workflow.steps] == ["click"]
+
+
+def test_labels_built_from_the_goals_value_become_one_workflow_with_the_value_in_the_label():
+    """An ordinary site: a milestone's page is opened by its link "Milestone: 1.3"; the goal names the
+    milestone unquoted. Two demonstrations differing exactly there teach one workflow, not one per item;
+    a label that differs where the goals do not (a ticket's author) keeps them apart."""
+    road = TargetDesc(role="link", label="Roadmap")
+
+    def demo(tid: str, milestone: str, clicked: str) -> Trajectory:
+        return _traj(tid, [("click", {"bid": "1"}, road), ("click", {"bid": "7"}, TargetDesc(role="link", label=clicked))],
+                     goal=f"How many open tickets does milestone {milestone} have?")  # fmt: skip
+
+    [workflow], report = induce_rule([demo("a", "1.3", "Milestone: 1.3"), demo("b", "1.2", "Milestone: 1.2")])
+    assert [s.target.label for s in workflow.steps] == ["Roadmap", "Milestone: {milestone}"]
+    assert workflow.description == "How many open tickets does milestone {milestone} have?"
+    assert report.groups == {workflow.name: ["a", "b"]}
+    from awm.memory.workflow import bind_parameters
+
+    assert bind_parameters(workflow, "How many open tickets does milestone 2.0 have?") == {"milestone": "2.0"}
+
+    apart, _ = induce_rule([demo("c", "1.3", "bilal"), demo("d", "1.2", "maria")])
+    assert [w.steps[1].target.label for w in apart] == ["bilal", "maria"]

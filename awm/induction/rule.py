@@ -186,6 +186,42 @@ def match_label(labels: Sequence[str], goals: Sequence[str]) -> GoalMatch | None
     return GoalMatch("", tuple(parts))
 
 
+@dataclass(frozen=True)
+class LabelMiddle:
+    """Labels that differ only in words each member's goal states (``Milestone: 1.3`` taught by "...
+    milestone 1.3 ...", ``Milestone: 1.2`` by "... milestone 1.2 ..."): the shared words around them
+    and where the differing words come from in each goal."""
+
+    prefix: str
+    suffix: str
+    match: GoalMatch
+
+
+def label_middle(labels: Sequence[str], goals: Sequence[str]) -> LabelMiddle | None:
+    """The words the labels do not share, when each member's goal states its own (pure); None when the
+    labels are all equal, or what differs is not in the goals.
+
+    Why only across members that differ: one label alone cannot say which of its words vary (``VIEW
+    TICKETS`` shares "tickets" with many a goal), but two demonstrations of one task whose labels differ
+    exactly where their goals do show the label is built from the task's value."""
+    if len(set(labels)) < 2:
+        return None
+    words = [label.split() for label in labels]
+    start = 0
+    while all(len(w) > start for w in words) and len({w[start] for w in words}) == 1:
+        start += 1
+    end = 0
+    while all(len(w) > start + end for w in words) and len({w[len(w) - 1 - end] for w in words}) == 1:
+        end += 1
+    middles = [" ".join(w[start : len(w) - end]) for w in words]
+    if not all(m and _from_goal(m, g) for m, g in zip(middles, goals, strict=True)):
+        return None
+    first = words[0]
+    prefix = " ".join(first[:start]) + (" " if start else "")
+    suffix = (" " if end else "") + " ".join(first[len(first) - end :])
+    return LabelMiddle(prefix=prefix, suffix=suffix, match=GoalMatch("", tuple(middles)))
+
+
 def _plan_steps(members: Sequence[AbstractTrajectory]) -> list[_StepPlan]:
     """Per step of the first member: its value and label templates and the parts they replace.
 
@@ -218,6 +254,14 @@ def _plan_steps(members: Sequence[AbstractTrajectory]) -> list[_StepPlan]:
             plan.label = "{" + name + "}"
             plan.goal_parts.append((label.parts[0], name))
             plan.thought_parts += [(step.label, plan.label), (label.parts[0], plan.label)]
+            plan.names.append(name)
+        elif step.action in LABEL_ACTIONS and (
+            middle := label_middle([m.steps[i].label for m in members], goals)
+        ):
+            name = name_for(("goal", middle.match.parts), slugify(middle.prefix or step.role, fallback="target"))
+            plan.label = f"{middle.prefix}{{{name}}}{middle.suffix}"
+            plan.goal_parts.append((middle.match.parts[0], name))
+            plan.thought_parts.append((step.label, plan.label))
             plan.names.append(name)
         values = [m.steps[i].value for m in members]
         stated = match_value(values, goals, quoted_only=step.action in KEY_ACTIONS)
@@ -407,6 +451,40 @@ def workflow_from_group(members: Sequence[AbstractTrajectory], *, admission: str
     )
 
 
+def _joined_on_label_middles(
+    groups: dict[tuple[str, tuple], list[AbstractTrajectory]],
+) -> dict[tuple[str, tuple], list[AbstractTrajectory]]:
+    """Groups of one scope whose steps differ only in labels built from their goals' values
+    (`label_middle`) joined into one, in first-appearance order (pure): the same procedure on another
+    item ("Milestone: 1.3", "Milestone: 1.2"), which would otherwise teach one workflow per item."""
+    joined: dict[tuple[str, tuple], list[AbstractTrajectory]] = {}
+    for key, members in groups.items():
+        target = next((k for k, m in joined.items() if _joinable(m, members)), None)
+        if target is None:
+            joined[key] = list(members)
+        else:
+            joined[target].extend(members)
+    return joined
+
+
+def _joinable(a: Sequence[AbstractTrajectory], b: Sequence[AbstractTrajectory]) -> bool:
+    first, other = a[0], b[0]
+    if first.scope != other.scope or len(first.steps) != len(other.steps):
+        return False
+    members = [*a, *b]
+    goals = [m.goal for m in members]
+    for i, (x, y) in enumerate(zip(first.steps, other.steps, strict=True)):
+        if (normalise(x.action), normalise(x.role)) != (normalise(y.action), normalise(y.role)):
+            return False
+        labels = [m.steps[i].label for m in members]
+        if len({normalise(label) for label in labels}) > 1 and (
+            x.action not in LABEL_ACTIONS
+            or (match_label(labels, goals) is None and label_middle(labels, goals) is None)
+        ):
+            return False
+    return True
+
+
 def induce_rule(
     trajectories: Sequence[Trajectory], *, admission: str = "", parts: bool = False
 ) -> tuple[list[Workflow], RuleReport]:
@@ -426,6 +504,7 @@ def induce_rule(
             report.skipped_empty.append(trajectory.trajectory_id)
             continue
         groups.setdefault((abstract.scope, abstract.signature), []).append(abstract)
+    groups = _joined_on_label_middles(groups)
     workflows: dict[tuple, Workflow] = {}
     for (scope, _), members in groups.items():
         workflow = workflow_from_group(members, admission=admission)
