@@ -194,6 +194,16 @@ def test_while_no_name_the_goal_gives_was_shown_only_the_page_links_are_offered(
     assert guidance(rows, inbox, []).waiting == set()
 
 
+def test_on_a_site_page_that_turns_no_pages_the_links_that_lead_to_a_name_stay_offered() -> None:
+    """An ordinary site's home page: "Open the profile of Alice Smith" and no text field; the way to her
+    is the "People" link (was: every link but paging ones held, and this page has none)."""
+    goal = "Open the profile of Alice Smith."
+    lines = [("3", "link", "Home", ""), ("4", "link", "People", ""), ("5", "link", "Projects", ""),
+             ("9", "link", "Contact us", "")]  # fmt: skip
+    state = guidance(page(lines, goal), goal, [])
+    assert state.waiting == set() and "'Alice Smith' named in the goal is not on this page" in state.note
+
+
 def test_a_paragraph_named_by_its_place_is_the_text_to_highlight_and_the_others_wait() -> None:
     """highlight-text-2: "Highlight the text in the 2nd paragraph and click submit."."""
     goal = "Highlight the text in the 2nd paragraph and click submit."

@@ -178,8 +178,9 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     - a control the goal names by its place ("the 3rd checkbox") is a goal control too, and the others
       of its kind wait (`ordinal_controls`);
     - a value typed in another letter case than the goal asks holds the buttons;
-    - while no name the goal gives was on any page and there is nothing to type it into, links that do
-      not turn pages wait (phone-book: the model clicked the phone number of whoever was shown);
+    - while no name the goal gives was on any page and there is nothing to type it into, on a page that
+      turns pages, links that do not turn pages wait (phone-book: the model clicked the phone number of
+      whoever was shown);
     - the control the goal's last clause names by a plain word waits while fewer actions ran than the
       clauses before it (`_closing_hold`).
 
@@ -241,8 +242,11 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
         paging = {b for b in others if _PAGING.match(page.elements[b].label)}
         onward = {b for b in paging if _ONWARD.match(page.elements[b].label)}
         # With a way onward, the pages seen (this one's number, back) wait too: measured, the model clicked
-        # the current page's number and went back to the first page, until the step limit.
-        waiting |= others - (onward or paging)
+        # the current page's number and went back to the first page, until the step limit. A page that
+        # turns no pages is no paged list: its links (a site's "People", "Search") are how to find the
+        # name, and none waits (on a directory page every link but the paging ones was held, "People" too).
+        if paging:
+            waiting |= others - (onward or paging)
         quoted = ", ".join(f"'{x.text}'" for x in to_find)
         notes.append(f"{quoted} named in the goal is not on this page: look for it on the other pages.")
     if links:
