@@ -98,6 +98,7 @@ GUIDANCE_FILTERS = (
     "goal_note",
     "first_step_infeasible",
     "repeated_plain_actions",
+    "completed_workflows",
 )
 
 

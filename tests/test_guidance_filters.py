@@ -27,6 +27,7 @@ from awm.webarena.guidance_filters import (
     FilterContext,
     Offer,
     active_filters,
+    completed_workflows,
     disabled_targets,
     filled_not_clicked,
     first_step_infeasible,
@@ -160,6 +161,17 @@ def test_repeated_plain_actions_holds_a_scroll_that_showed_nothing_new() -> None
     assert repeated_plain_actions(context(longer, [scrolled]), Offer(None, None)) == Offer(None, None)
 
 
+def test_completed_workflows_holds_a_workflow_that_ran_to_its_end_and_not_one_that_broke() -> None:
+    """An ordinary site: a workflow opened the order the goal asks about; the answer is the agent's."""
+    page = shop_page(CHECKOUT)
+    ran = done("run_workflow", {"name": "open the order", "params": {}})
+    broke = done("run_workflow", {"name": "log in", "params": {}}, outcome="action_error")
+    sub_step = done("click", {"bid": "13"}, called_by=0, workflow="open the order")
+    left = completed_workflows(context(page, [ran, sub_step, broke]), Offer(None, None))
+    assert left.spent_workflows == frozenset({"open the order"})
+    assert completed_workflows(context(page, [broke]), Offer(None, None)) == Offer(None, None)
+
+
 # --- the list and the switch ------------------------------------------------------------------------
 
 
@@ -176,7 +188,9 @@ def test_active_filters_follow_the_switch_and_role_aware() -> None:
         n for n in GUIDANCE_FILTERS if n not in ("goal_note", "spent_choices")
     ]
     # With role_aware off, as before the filters were named: only the goal note and the first-step rule.
-    assert [f.name for f in active_filters("on", role_aware=False)] == ["goal_note", "first_step_infeasible"]
+    assert [f.name for f in active_filters("on", role_aware=False)] == [
+        "goal_note", "first_step_infeasible", "completed_workflows",
+    ]  # fmt: skip
     with pytest.raises(ConfigError, match=r"guidance_off.*'spent_choice'.*known filters: spent_choices"):
         active_filters("on", ["spent_choice"])
 
@@ -244,6 +258,22 @@ def test_guidance_off_gives_the_bare_grammar_and_no_goal_note() -> None:
     assert request_for(plain, page, history).grammar == action_grammar(
         "browser", page_ids=page.ids, names=names, with_thought=False
     )
+
+
+def test_the_agent_stops_offering_a_workflow_once_it_ran_to_its_end() -> None:
+    from awm.memory.view import MemoryView
+    from awm.memory.workflow import Workflow, WorkflowStep
+
+    returns = Workflow(
+        name="open returns", description=LINK_GOAL,
+        steps=[WorkflowStep(action="click", target=TargetDesc(role="link", label="Returns"))],
+    )  # fmt: skip
+    memory = MemoryView(scope="live/shop.example.test", workflows=(returns,), use="executable")
+    agent = LLMAgent(NoModel(), CharEstimateCounter(), settings=load_settings(), memory=memory)
+    page = shop_page(LINKS, goal=LINK_GOAL)
+    assert "run_workflow" in (request_for(agent, page, []).grammar or "")
+    ran = done("run_workflow", {"name": "open returns", "params": {}})
+    assert "run_workflow" not in (request_for(agent, page, [ran]).grammar or "x")
 
 
 def test_a_single_filter_switched_off_gives_back_only_what_it_held() -> None:

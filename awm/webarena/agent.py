@@ -184,7 +184,9 @@ class LLMAgent:
             # Each action takes only the ids it can act on (fill: text fields; check: checkboxes...):
             # a small model that filled a form otherwise fills the Submit button too (`role_aware`).
             kept = {w.name for w in workflows[: fitted.memory_kept]}
-            offered = catalog({n: c for n, c in callables.items() if n in kept and n in shown_calls})
+            offered = catalog(
+                {n: c for n, c in callables.items() if n in kept and n in shown_calls and n not in offer.spent_workflows}
+            )
             if self.target_first:
                 targets = element_lines(page)
                 grammar = target_first_grammar(

@@ -32,11 +32,12 @@ from awm.webarena.goal_progress import GoalGuidance, guidance
 class Offer:
     """What the model is offered this step: per action the element ids it may name (`ids_for`; an action
     not listed takes every id on the page; None: no per-action sets at all), the action names (None: the
-    browser action set) and the prompt's note on the goal's state."""
+    browser action set), the prompt's note on the goal's state and the workflows it may not call."""
 
     ids_for: dict[str, list[str]] | None
     names: list[str] | None
     note: str = ""
+    spent_workflows: frozenset[str] = frozenset()  # workflows not offered to `run_workflow` this step
 
     def without_ids(self, held: Collection[str], actions: Iterable[str], page_ids: list[str]) -> Offer:
         """This offer with the ids `held` taken from each of `actions` (whatever each offered before)."""
@@ -314,7 +315,24 @@ def repeated_plain_actions(context: FilterContext, offer: Offer) -> Offer:
     return replace(offer, names=[n for n in names if n not in spent])
 
 
-# In the order they apply. The goal note is added whatever `role_aware` says; so is the first-step rule.
+def completed_workflows(context: FilterContext, offer: Offer) -> Offer:
+    """Holds a workflow whose `run_workflow` call already ran all its steps in this episode.
+
+    Why: it did its job, and what is left is the agent's (an information workflow ends on the page the
+    answer is read from). Measured on the arena's Trac information templates: after the workflow opened
+    the ticket, the model called it again instead of answering, and again, until the episode timed out;
+    called again, a workflow starts over from wherever the page now is.
+    """
+    done = {
+        str((step.action or {}).get("args", {}).get("name", ""))
+        for step in context.history
+        if step.called_by is None and (step.action or {}).get("name") == "run_workflow" and step.outcome == "ok"
+    }
+    return replace(offer, spent_workflows=offer.spent_workflows | (done - {""})) if done else offer
+
+
+# In the order they apply. The goal note is added whatever `role_aware` says; so are the first-step rule
+# and the completed workflows.
 FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(spent_choices),
     GuidanceFilter(undoing_clicks),
@@ -324,6 +342,7 @@ FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(goal_note, role_aware_only=False),
     GuidanceFilter(first_step_infeasible, role_aware_only=False),
     GuidanceFilter(repeated_plain_actions, gives_way=True),
+    GuidanceFilter(completed_workflows, role_aware_only=False),
 )
 
 
