@@ -126,10 +126,14 @@ def call_values(call: WorkflowCall, children: list[StepRow]) -> list[BoundValue]
     return out
 
 
-def screenshot_url(run_key: str, episode_id: str, index: int) -> str:
-    """The API address of one step's screenshot: the only place that spells it (the episode page, its
-    JSON and the live stream's step events all link through here)."""
-    return f"/api/runs/{quote(run_key, safe='')}/episodes/{quote(episode_id, safe='')}/steps/{index}/screenshot.png"
+StepImage = Literal["screenshot.png", "picture.png"]
+
+
+def screenshot_url(run_key: str, episode_id: str, index: int, image: StepImage = "screenshot.png") -> str:
+    """The API address of one step's screenshot (the full frame), or with `image="picture.png"` of its
+    picture (cropped to the page, the target marked: `awm.app.pictures`): the only place that spells
+    them (the episode page, its JSON and the live stream's step events all link through here)."""
+    return f"/api/runs/{quote(run_key, safe='')}/episodes/{quote(episode_id, safe='')}/steps/{index}/{image}"
 
 
 class RunListing(BaseModel):

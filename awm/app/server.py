@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
@@ -17,6 +18,7 @@ from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from awm.errors import AwmError
@@ -24,6 +26,7 @@ from awm.pipeline.summary import live_facts, summarize_episode
 from awm.traces.db import EpisodeRow, RunDatabase, StepRow
 
 from .catalog import Catalog, Folder, NotServed, file_in
+from .pictures import step_picture
 from .runs import (
     STATUSES,
     RunListing,
@@ -102,6 +105,18 @@ def _episode_in(db: RunDatabase, folder: Folder, episode_id: str) -> tuple[Episo
     return row, db.steps(episode_id)
 
 
+def _screenshot_of(ctx: AppContext, run: str, episode: str, index: int) -> tuple[Path, StepRow]:
+    """The file of a step's screenshot, through the catalog's checks, and the step; `NotServed` else."""
+    folder = _run(ctx, run)
+    with RunDatabase(folder.path) as db:
+        step = db.step(episode, index)  # one row: an episode page asks for each of its screenshots
+    if step is None:
+        raise NotServed(f"no step {index} in episode '{episode}' of run {folder.key}")
+    if not step.screenshot:
+        raise NotServed(f"step {index} of '{episode}' has no screenshot")
+    return file_in(folder, step.screenshot), step
+
+
 def episode_payload(folder: Folder, episode: EpisodeRow, steps: list[StepRow]) -> dict:
     """`GET /api/runs/{run}/episodes/{episode}`: the episode, its status and its steps, with each step's
     screenshot URL (or null) and its sub-steps' indexes."""
@@ -116,6 +131,7 @@ def episode_payload(folder: Folder, episode: EpisodeRow, steps: list[StepRow]) -
             {
                 **s.model_dump(mode="json"),
                 "screenshot_url": screenshot_url(folder.key, episode.id, s.idx) if s.screenshot else None,
+                "picture_url": screenshot_url(folder.key, episode.id, s.idx, "picture.png") if s.screenshot else None,
             }
             for s in steps
         ],
@@ -158,14 +174,15 @@ def register_routes(app: FastAPI) -> None:
 
     @app.get("/api/runs/{run}/episodes/{episode}/steps/{index}/screenshot.png")
     def api_screenshot(run: str, episode: str, index: int, ctx: Ctx) -> FileResponse:
-        folder = _run(ctx, run)
-        with RunDatabase(folder.path) as db:
-            step = db.step(episode, index)  # one row: an episode page asks for each of its screenshots
-        if step is None:
-            raise NotServed(f"no step {index} in episode '{episode}' of run {folder.key}")
-        if not step.screenshot:
-            raise NotServed(f"step {index} of '{episode}' has no screenshot")
-        return FileResponse(file_in(folder, step.screenshot), media_type="image/png")
+        """The step's screenshot as recorded: the full frame."""
+        path, _ = _screenshot_of(ctx, run, episode, index)
+        return FileResponse(path, media_type="image/png")
+
+    @app.get("/api/runs/{run}/episodes/{episode}/steps/{index}/picture.png")
+    def api_picture(run: str, episode: str, index: int, ctx: Ctx) -> Response:
+        """The step's picture: its screenshot cropped to the page's content, the acted element marked."""
+        path, step = _screenshot_of(ctx, run, episode, index)
+        return Response(ctx.pictures.picture(path, step.box), media_type="image/png")
 
     @app.get("/")
     def runs_page(
@@ -210,11 +227,7 @@ def episode_view_data(
     memory link)."""
     row, steps = _episode_in(db, folder, episode_id)
     trajectory = db.trajectory_of(row, steps)
-    shots = {
-        s.idx: _data_url(folder, s.screenshot) if embed else screenshot_url(folder.key, row.id, s.idx)
-        for s in steps
-        if s.screenshot
-    }
+    shots = {s.idx: _shot(folder, row.id, s, embed) for s in steps if s.screenshot}
     memory_url = None
     if ctx is not None and ctx.settings.memory_db is not None and row.memory_version is not None and row.scope:
         memory_url = f"/memory/scope/{quote(row.scope, safe='/')}"
@@ -231,15 +244,30 @@ def episode_view_data(
     }  # fmt: skip
 
 
-def _data_url(folder: Folder, relative: str) -> str | None:
-    """A screenshot as a `data:` URL, read through the catalog's checks (None when it is missing)."""
+class StepShot(BaseModel):
+    """A step card's images: its picture (cropped, target marked) and the full frame, as URLs."""
+
+    picture: str
+    full: str
+
+
+def _shot(folder: Folder, episode_id: str, step: StepRow, embed: bool) -> StepShot | None:
+    """The step's images as the API's addresses, or embedded as `data:` URLs (an export: read through
+    the catalog's checks; None when the file is missing)."""
+    if not embed:
+        return StepShot(
+            picture=screenshot_url(folder.key, episode_id, step.idx, "picture.png"),
+            full=screenshot_url(folder.key, episode_id, step.idx),
+        )
     import base64
 
     try:
-        path = file_in(folder, relative)
+        path = file_in(folder, step.screenshot or "")
     except NotServed:
         return None
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+    png = path.read_bytes()
+    as_url = "data:image/png;base64,{}".format
+    return StepShot(picture=as_url(base64.b64encode(step_picture(png, step.box)).decode()), full=as_url(base64.b64encode(png).decode()))
 
 
 def validation_message(errors: Sequence[Any]) -> str:
