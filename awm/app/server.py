@@ -26,6 +26,7 @@ from awm.pipeline.summary import live_facts, summarize_episode
 from awm.traces.db import EpisodeRow, RunDatabase, StepRow
 
 from .catalog import Catalog, Folder, NotServed, file_in
+from .memory_pages import version_url
 from .pictures import step_picture
 from .runs import (
     STATUSES,
@@ -230,7 +231,7 @@ def episode_view_data(
     shots = {s.idx: _shot(folder, row.id, s, embed) for s in steps if s.screenshot}
     memory_url = None
     if ctx is not None and ctx.settings.memory_db is not None and row.memory_version is not None and row.scope:
-        memory_url = f"/memory/scope/{quote(row.scope, safe='/')}"
+        memory_url = version_url(row.scope, row.memory_version)  # the version it used, not the head
     summary = summarize_episode(trajectory)
     live = summary.start_url or summary.verdict_source == "self-reported"  # as summary.md's Live pages
     tree = step_tree(steps)
