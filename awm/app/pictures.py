@@ -60,10 +60,14 @@ def mark_rect(box: Box, offset: tuple[int, int], size: tuple[int, int]) -> tuple
 
 def step_picture(png: bytes, box: Box | None) -> bytes:
     """The picture of a step: `png` cropped to its content (`content_box`) with `box` (the acted
-    element, in the screenshot's pixels) outlined in `MARK_RGB`, as PNG bytes."""
-    with Image.open(io.BytesIO(png)) as image:
-        crop = content_box(image, keep=box)
-        picture = image.convert("RGB").crop(crop)
+    element, in the screenshot's pixels) outlined in `MARK_RGB`, as PNG bytes; `png` as it is when it
+    is no image Pillow reads (a picture is a nicety: the page still shows what was stored)."""
+    try:
+        with Image.open(io.BytesIO(png)) as image:
+            crop = content_box(image, keep=box)
+            picture = image.convert("RGB").crop(crop)
+    except (OSError, ValueError):  # UnidentifiedImageError is an OSError; a truncated file too
+        return png
     if box is not None:
         rect = mark_rect(box, (crop[0], crop[1]), picture.size)
         if rect is not None:
