@@ -30,9 +30,13 @@ function sortTable(table, index, th) {
   for (const cell of table.tHead.rows[0].cells) cell.removeAttribute("aria-sort");
   th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
   const body = table.tBodies[0];
-  const rows = [...body.rows].map((row, at) => ({ row, at, key: sortKey(row.cells[index]) }));
-  rows.sort((x, y) => (ascending ? 1 : -1) * compareKeys(x.key, y.key) || x.at - y.at);
-  body.append(...rows.map((r) => r.row));
+  // A row with `data-parent` (an ablation's arm) stays under its parent: the parents are sorted, and
+  // the children among themselves.
+  const all = [...body.rows].map((row, at) => ({ row, at, key: sortKey(row.cells[index]) }));
+  const order = (x, y) => (ascending ? 1 : -1) * compareKeys(x.key, y.key) || x.at - y.at;
+  const children = all.filter((r) => r.row.dataset.parent).sort(order);
+  const parents = all.filter((r) => !r.row.dataset.parent).sort(order);
+  body.append(...parents.flatMap((p) => [p.row, ...children.filter((c) => c.row.dataset.parent === p.row.dataset.key).map((c) => c.row)]));
 }
 
 // Every table with a header sorts by a click on a column's name (again: the other way round).
