@@ -68,6 +68,27 @@ class TargetDesc(BaseModel):
         return f"[{self.role}] {self.label}".strip() if self.role else self.label
 
 
+class Box(BaseModel):
+    """An element's box on the step's screenshot, in its pixels (BrowserGym's `bbox`, scaled as the
+    screenshot is): what the episode page marks as the element acted on."""
+
+    x: float
+    y: float
+    width: float
+    height: float
+
+    @classmethod
+    def of(cls, bbox: object) -> Box | None:
+        """A box from BrowserGym's `bbox` ([x, y, width, height]); None when there is none or it is empty."""
+        if not isinstance(bbox, list | tuple) or len(bbox) < 4:
+            return None
+        try:
+            x, y, width, height = (float(v) for v in bbox[:4])
+        except (TypeError, ValueError):
+            return None
+        return cls(x=x, y=y, width=width, height=height) if width > 0 and height > 0 else None
+
+
 class Step(BaseModel):
     """One parse -> execute -> feedback -> observe cycle."""
 
@@ -80,6 +101,7 @@ class Step(BaseModel):
     action: dict[str, Any] | None = None  # awm.actions.Action as JSON: {"name": ..., "args": {...}}
     action_str: str = ""  # the exact string that was executed (rendered by awm.actions)
     target: TargetDesc | None = None
+    box: Box | None = None  # the target's box on the screenshot (None: no target, or an old record)
     outcome: StepOutcome = "ok"
     error: str = ""
     feedback: str = ""

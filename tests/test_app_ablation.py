@@ -9,6 +9,8 @@ Files planted around the ablation check that no request reads outside its folder
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import subprocess
 import sys
@@ -20,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from awm.app.ablation_pages import arm_views, per_task_rows, relative_file, render_markdown
+from awm.app.ablation_pages import arm_views, per_task_rows, relative_file, render_markdown, without_sections
 from awm.app.catalog import Folder
 from awm.evaluation.audit import audit
 from awm.pipeline.ablation import arm_dir
@@ -83,8 +85,9 @@ def _hostile_copy(ablation: Path, into: Path) -> None:
     per_task = {**report.per_task, MARKUP_TASK: {"off": [0, 1], "online": [1, 1]}}
     write_report(report.model_copy(update={"arms": arms, "per_task": per_task}), into)
     (into / "arms").mkdir()
-    with (into / RESULTS_MD).open("a", encoding="utf-8") as md:
-        md.write(HOSTILE_HTML)
+    text = (into / RESULTS_MD).read_text(encoding="utf-8")
+    title, rest = text.split("\n", 1)  # into the report's head, which the page shows (not a section it drops)
+    (into / RESULTS_MD).write_text(f"{title}\n{HOSTILE_HTML}\n{rest}", encoding="utf-8")
 
 
 @pytest.fixture(scope="module")
@@ -214,11 +217,19 @@ def test_ablation_page_shows_the_report_plots_tasks_and_runs(served: tuple[str, 
         assert page.goto(f"{base}/ablations/abl").status == 200
         assert page.inner_text("h1").startswith("Ablation page")
         markdown = page.inner_text("div.markdown")
-        assert "Ablation page" in markdown and "Paired differences" in markdown
-        # RESULTS.md's tables, in its order: arms, model calls, paired differences, per task, episodes.
-        assert page.eval_on_selector_all("div.markdown table", "t => t.length") == 5
-        assert "| miniwob.login-user | 0/1 | 0/1 |" in (root / "abl" / RESULTS_MD).read_text()
-        assert "miniwob.login-user\t0/1\t0/1" in page.inner_text("div.markdown table >> nth=3")
+        assert "Ablation page" in markdown and "Failure classes" in markdown
+        # Each section once: the page's own per-task, paired and plots, not RESULTS.md's again.
+        results = (root / "abl" / RESULTS_MD).read_text()
+        assert "## Per task" in results and "## Paired differences" in results and "## Plots" in results
+        in_markdown = page.eval_on_selector_all("div.markdown h2", "hs => hs.map(h => h.innerText.trim())")
+        assert "Arms" in in_markdown and "Failure classes" in in_markdown
+        assert not [h for h in in_markdown if h.startswith(("Per task", "Paired differences", "Plots", "Judge audit"))]
+        headings = page.eval_on_selector_all("h2", "hs => hs.map(h => h.innerText.trim())")
+        assert [h for h in headings if h.startswith(("Per task", "Paired differences", "Plots", "Judge audit"))] == [
+            "Plots", "Per task", "Paired differences against the first arm", "Judge audit",
+        ]  # fmt: skip
+        # RESULTS.md's other tables, in its order: arms, model calls, failure classes.
+        assert page.eval_on_selector_all("div.markdown table", "t => t.length") == 3
 
         images = page.eval_on_selector_all(
             "img", "els => els.map(e => [e.getAttribute('src'), e.naturalWidth])"
@@ -227,15 +238,22 @@ def test_ablation_page_shows_the_report_plots_tasks_and_runs(served: tuple[str, 
         assert len(plots) == 3
         shown = page.eval_on_selector_all("#plots img", "els => els.map(e => e.alt)")
         assert sorted(shown) == plots  # leak.png (a symlink out of the folder) is not among them
-        assert len(images) == 2 * len(plots) and all(width > 0 for _, width in images), images
+        assert len(images) == len(plots) and all(width > 0 for _, width in images), images  # once
 
         rows = page.eval_on_selector_all(
-            "#per-task tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.innerText.trim()))"
+            "#per-task tbody tr", "rs => rs.map(r => [...r.cells].map(c => c.innerText.replace(/\\s+/g, '')))"
         )
         assert rows == [
-            ["miniwob.click-test", "1/1", "1/1", "+0 pts"],
-            ["miniwob.login-user", "0/1", "0/1", "+0 pts"],
+            ["miniwob.click-test", "1/1✓", "1/1✓", "+0pts"],
+            ["miniwob.login-user", "0/1✗", "0/1✗", "+0pts"],
         ]
+        # each cell's episodes link to their pages
+        failed = page.locator("#per-task tbody tr").nth(1).locator("a.episode").nth(1)
+        assert failed.get_attribute("title") == "online rep1 seed 0: failed: open the episode"
+        with page.expect_navigation():
+            failed.click()
+        assert page.url.startswith(f"{base}/runs/abl~arms~online~rep1/episodes/") and "login-user" in page.inner_text("h1")
+        page.go_back()
         assert "No arm has both a judge label" in page.inner_text("#judge-audit")
 
         links = page.eval_on_selector_all("#arms a", "els => els.map(e => e.getAttribute('href'))")
@@ -271,8 +289,50 @@ def test_raw_html_in_the_report_is_shown_escaped_and_never_runs(served: tuple[st
         )
         assert len(audit_row) == 1 and audit_row[0][:7] == ["online", "2/2", "1", "1", "0", "0", "0"]
         assert audit_row[0][7] == "50%" and "login-user" in audit_row[0][11]
-        assert "Judge audit" in text and "(FP)" in text  # RESULTS.md carries it too
+        assert "Judge audit" not in text and "(FP)" not in text  # RESULTS.md's own is not shown twice
         assert "no run folder served" in page.inner_text("#arms")  # hostile/arms is empty
         snap(page, "ablation-hostile")
+    finally:
+        page.close()
+
+
+def test_markdown_sections_the_page_shows_itself_are_left_out() -> None:
+    text = "# R\n\nhead\n\n## Arms\n\na\n\n## Per task\n\n```\n## not a heading\n```\n\nb\n\n## Failure classes\n\nc\n\n## Plots\n\n![p](p.png)\n"
+    kept = without_sections(text, ("Per task", "Plots"))
+    assert kept == "# R\n\nhead\n\n## Arms\n\na\n\n## Failure classes\n\nc\n\n"
+
+
+@pytest.mark.browser
+def test_the_runs_page_nests_the_arms_under_their_ablation(served: tuple[str, Path], chromium) -> None:
+    base, _ = served
+    status, runs = get_json(f"{base}/api/runs")
+    assert status == 200
+    assert not any("~arms~" in r["key"] for r in runs)  # no arm is a run of its own
+    abl = next(r for r in runs if r["key"] == "abl")
+    assert [(a["arm"], a["repeat"], a["ablation"]) for a in abl["arms"]] == [("off", "rep1", "abl"), ("online", "rep1", "abl")]
+    assert abl["episodes"] == 4 and abl["counts"]["success"] == 2 and sum(abl["counts"].values()) == 4  # its arms'
+    status, _, body = fetch(f"{base}/api/runs?format=csv")
+    lines = list(csv.DictReader(io.StringIO(body.decode())))
+    assert status == 200 and "arms" not in lines[0]  # a flat file: the arms as rows after their ablation
+    at = [r["key"] for r in lines].index("abl")
+    assert [(r["key"], r["ablation"]) for r in lines[at + 1 : at + 3]] == [("abl~arms~off~rep1", "abl"), ("abl~arms~online~rep1", "abl")]
+    page = chromium.new_page(viewport={"width": 1300, "height": 800})
+    try:
+        page.goto(f"{base}/")
+        keys = page.eval_on_selector_all("#runs tbody tr", "rs => rs.map(r => [r.dataset.key, r.dataset.parent || ''])")
+        at = keys.index(["abl", ""])
+        assert keys[at + 1 : at + 3] == [["abl~arms~off~rep1", "abl"], ["abl~arms~online~rep1", "abl"]]
+        page.locator("#runs th", has_text="episodes").locator("button").click()  # sorting keeps arms under it
+        keys = page.eval_on_selector_all("#runs tbody tr", "rs => rs.map(r => [r.dataset.key, r.dataset.parent || ''])")
+        at = keys.index(["abl", ""])
+        assert [k for k, _ in keys[at + 1 : at + 3]] == ["abl~arms~off~rep1", "abl~arms~online~rep1"]
+        snap(page, "runs-ablation-nested")
+        page.locator("tr[data-key='abl~arms~online~rep1'] a").click()
+        page.wait_for_url(f"{base}/runs/abl~arms~online~rep1")
+        assert page.inner_text("h1").startswith("Arm online rep1")
+        page.click("#ablation-link")
+        page.wait_for_url(f"{base}/ablations/abl")
+        response = page.goto(f"{base}/runs/abl")  # an ablation named as a run: its page, not a 404
+        assert response is not None and response.status == 200 and page.url == f"{base}/ablations/abl"
     finally:
         page.close()

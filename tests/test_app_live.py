@@ -66,6 +66,8 @@ def test_a_live_run_streams_its_steps_and_exactly_one_terminal_event(live_page_u
         assert step["action_str"].startswith("send_msg_to_user(") and step["screenshot_url"]
         with urllib.request.urlopen(base + step["screenshot_url"]) as shot:
             assert shot.read()[:4] == b"\x89PNG"
+        with urllib.request.urlopen(base + step["picture_url"]) as picture:  # cropped to the page
+            assert picture.read()[:4] == b"\x89PNG"
         verdict = stream[-1][1]
         assert verdict["end"] == "answered" and verdict["verdict_source"] == "self-reported"
         assert "The status reads: Nothing changed yet" in verdict["final_answer"]

@@ -18,14 +18,16 @@ import pytest
 
 from awm.memory.store import WorkflowStore, WorkflowUse
 from awm.memory.workflow import Provenance, Workflow, WorkflowStep
+from awm.traces import RunRecorder
 from awm.traces.db import RunDatabase
-from awm.trajectory import TargetDesc
+from awm.trajectory import TargetDesc, Task, Trajectory
 from tests.app_server import get_json, get_status, post_json, serve, snap
 
 SHOWN = "miniwob/login-user"  # read only: the pages' diff and provenance
 CLICKED = "miniwob/click-test"  # rolled back in the browser
 POSTED = "miniwob/enter-text"  # rolled back through the API
 ODD = "edge/versions"  # a scope whose name is a route word: the routes must not shadow each other
+REPLAYED = "miniwob/replayed"  # v2 keeps v1's workflow, replayed and re-admitted: a provenance change only
 MISSING_EPISODE = "never-served#0"
 
 
@@ -49,6 +51,10 @@ def build_memory(db: Path, episode_id: str) -> None:
         store.commit(SHOWN, [credentials], parent=None, author="rule", message="first induction")
         store.commit(SHOWN, [credentials, press_enter], parent=1, author="import", message="import keys.txt")
         store.commit(SHOWN, [changed, press_enter, check], parent=2, author="neural", message="re-induced")
+        replayed = credentials.model_copy(update={"provenance": credentials.provenance.model_copy(
+            update={"admission": "replay: success", "replay_trajectory_id": "replay-7", "replay_verdict": "success"})})
+        store.commit(REPLAYED, [credentials], parent=None, author="rule", message="induced")
+        store.commit(REPLAYED, [replayed], parent=1, author="rule", message="replayed")
         for scope in (CLICKED, POSTED, ODD):
             store.commit(scope, [press_enter], parent=None, author="manual", message="seed")
             store.commit(scope, [press_enter, check], parent=1, author="neural", message="grew")
@@ -64,11 +70,26 @@ def episode_id(scripted_runs: Path) -> str:
         return db.episodes()[0].id
 
 
+REMEMBERED = "remembered#0-c3"  # an episode that ran with SHOWN at v2 (the head is v3)
+
+
+def record_remembering_run(run_dir: Path) -> None:
+    """A run of one episode that saw `SHOWN`'s version 2."""
+    with RunRecorder(run_dir, config={}, config_hash="h", name="remembered") as recorder:
+        task = Task(task_id="remembered", goal="Log in", scope=SHOWN, benchmark="miniwob", seed=0)
+        trajectory = Trajectory(trajectory_id=REMEMBERED, task=task, memory_scope=SHOWN, memory_version=2)
+        recorder.start_episode(trajectory)
+        trajectory.end = "done"
+        recorder.end_episode(trajectory)
+
+
 @pytest.fixture(scope="module")
 def server(scripted_runs: Path, episode_id: str, tmp_path_factory) -> Iterator[str]:
-    db = tmp_path_factory.mktemp("memory") / "memory.sqlite"
+    root = tmp_path_factory.mktemp("memory")
+    db = root / "memory.sqlite"
     build_memory(db, episode_id)
-    with serve([scripted_runs], memory=db) as base:
+    record_remembering_run(root / "runs" / "remembered")
+    with serve([scripted_runs, root / "runs"], memory=db) as base:
         yield base
 
 
@@ -274,3 +295,80 @@ def test_the_memory_lists_download_as_csv(server: str) -> None:
         scopes = {r["scope"]: r for r in csv.DictReader(io.StringIO(response.read().decode()))}
     assert scopes[SHOWN]["head"] == "3" and scopes[SHOWN]["n_workflows"] == "3"
     assert get_json(f"{server}/api/memory/scopes?format=tsv")[0] == 400
+
+
+def test_a_version_and_a_diff_answer_with_messages_and_provenance(server: str) -> None:
+    status, version = get_json(f"{server}/api/memory/{SHOWN}/versions/2")
+    assert status == 200
+    assert (version["parent"], version["author"], version["message"]) == (1, "import", "import keys.txt")
+    status, missing = get_json(f"{server}/api/memory/{SHOWN}/versions/9")
+    assert status == 404 and "has no version 9" in missing["detail"]
+    status, diff = get_json(f"{server}/api/memory/{REPLAYED}/diff?a=1&b=2")
+    assert status == 200 and diff["changed"] == []  # the steps are the same ...
+    assert {(c["workflow"], c["field"], c["before"], c["after"]) for c in diff["provenance"]} == {
+        ("enter_credentials", "admission", "success", "replay: success"),
+        ("enter_credentials", "replay_trajectory_id", "", "replay-7"),
+        ("enter_credentials", "replay_verdict", "", "success"),
+    }  # ... and the provenance says what happened to it
+    assert diff["versions"]["1"]["message"] == "induced" and diff["versions"]["2"]["message"] == "replayed"
+
+
+@pytest.mark.browser
+def test_a_version_is_a_page_with_its_workflows_parent_and_message(server: str, chromium, episode_id: str) -> None:
+    page = chromium.new_page(viewport={"width": 1200, "height": 900})
+    page.goto(f"{server}/memory/scope/{SHOWN}")
+    page.locator('#versions tr[data-version="2"] td').first.get_by_role("link", name="v2").click()
+    page.wait_for_url(f"{server}/memory/scope/{SHOWN}/versions/2")
+    assert page.locator("h1").inner_text() == f"{SHOWN} version 2"
+    facts = page.locator("#version-facts").inner_text()
+    assert "import keys.txt" in facts and "import" in facts and "v1" in facts and "v3" in facts
+    assert [page.locator("section.workflow").nth(i).get_attribute("data-name") for i in range(2)] == ["enter_credentials", "press_enter"]
+    credentials = page.locator('section.workflow[data-name="enter_credentials"]')
+    assert "rule" in credentials.locator("dl.provenance").inner_text()
+    assert credentials.get_by_role("link", name=episode_id).count() == 1
+    snap(page, "memory-version")
+    page.click("#parent-link")
+    page.wait_for_url(f"{server}/memory/scope/{SHOWN}/versions/1")
+    assert "none (the scope's first version)" in page.locator("#version-facts").inner_text()
+    page.click("#next-version")
+    page.wait_for_url(f"{server}/memory/scope/{SHOWN}/versions/2")
+    page.click("#diff-parent")
+    page.wait_for_url(re.compile(r"\?a=1&b=2#diff$"))
+    assert "by import: import keys.txt" in page.locator("#diff-messages").inner_text()
+    response = page.goto(f"{server}/memory/{SHOWN}/versions/3")  # as people write it
+    assert response is not None and response.status == 200
+    assert page.url == f"{server}/memory/scope/{SHOWN}/versions/3" and "head" in page.locator("h1").inner_text()
+    response = page.goto(f"{server}/memory/scope/{SHOWN}/versions/9")
+    assert response is not None and response.status == 404
+    error = page.locator("#version-error").inner_text()
+    assert error == f"{SHOWN} has no version 9 (versions: v1, v2, v3; the head is v3)"
+    assert page.locator("#known-versions a").count() == 3 and page.locator("nav a.here").inner_text() == "Memory"
+    snap(page, "memory-version-missing")
+    page.close()
+
+
+@pytest.mark.browser
+def test_the_diff_shows_provenance_and_message_changes(server: str, chromium) -> None:
+    page = chromium.new_page(viewport={"width": 1200, "height": 900})
+    page.goto(f"{server}/memory/scope/{REPLAYED}")
+    result = page.locator("#diff-result")
+    assert "no changes to the workflows' steps; provenance of 1 changed" in result.inner_text()
+    messages = page.locator("#diff-messages").inner_text()
+    assert "by rule: induced" in messages and "by rule: replayed" in messages
+    rows = page.locator("#provenance-changes tbody tr")
+    assert rows.count() == 3
+    assert "replay_verdict" in rows.nth(2).inner_text() and "success" in rows.nth(2).inner_text()
+    snap(page, "memory-diff-provenance")
+    page.close()
+
+
+@pytest.mark.browser
+def test_the_episode_page_links_the_memory_version_it_used(server: str, chromium) -> None:
+    page = chromium.new_page()
+    page.goto(f"{server}/runs/remembered/episodes/{quote(REMEMBERED, safe='')}")
+    link = page.locator(".episode-facts").get_by_role("link", name=f"{SHOWN} v2")
+    assert link.get_attribute("href") == f"/memory/scope/{SHOWN}/versions/2"  # not the head (v3)
+    link.click()
+    page.wait_for_url(f"{server}/memory/scope/{SHOWN}/versions/2")
+    assert page.locator("h1").inner_text() == f"{SHOWN} version 2"
+    page.close()

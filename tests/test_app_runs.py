@@ -121,15 +121,17 @@ def test_paths_outside_the_served_runs_are_not_found(served: tuple[str, Path], p
     assert get_status(base + path) == 404
 
 
+@pytest.mark.parametrize("image", ["screenshot.png", "picture.png"])
 @pytest.mark.parametrize("index", [0, 1, 2])
-def test_screenshots_a_run_database_points_outside_are_refused(served: tuple[str, Path], index: int) -> None:
-    """Step 0 says `../../outside/secret.png`, step 1 an absolute path, step 2 is a symlink out."""
+def test_screenshots_a_run_database_points_outside_are_refused(served: tuple[str, Path], index: int, image: str) -> None:
+    """Step 0 says `../../outside/secret.png`, step 1 an absolute path, step 2 is a symlink out; the
+    cropped picture is read through the same checks as the full frame."""
     import urllib.error
     import urllib.request
 
     base, _ = served
     episode = _episode_id(base, "trap", "login-user#0").replace("#", "%23")
-    url = f"{base}/api/runs/trap/episodes/{episode}/steps/{index}/screenshot.png"
+    url = f"{base}/api/runs/trap/episodes/{episode}/steps/{index}/{image}"
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(url)
     assert refused.value.code == 404 and SECRET not in refused.value.read()
@@ -150,7 +152,8 @@ def test_traces_export_html_is_one_self_contained_file(served: tuple[str, Path],
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     html = out.read_text()
-    assert html.count("data:image/png;base64,") == 4 and "/api/" not in html and "/static/" not in html
+    # each step's picture and its full frame, embedded
+    assert html.count("data:image/png;base64,") == 8 and "/api/" not in html and "/static/" not in html
     page = chromium.new_page()
     page.goto(out.as_uri())
     widths = page.eval_on_selector_all("section.step img", "imgs => imgs.map(i => i.naturalWidth)")

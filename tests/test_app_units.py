@@ -15,7 +15,7 @@ from awm.app.catalog import Catalog, NotServed, file_in
 from awm.app.live import LiveRequest, LiveRun, child_command, pending_questions, terminal_event
 from awm.app.runs import RunListing, episode_status, read_run, screenshot_url, step_tree
 from awm.app.serve_cli import bind_warning, served_folders
-from awm.app.server import episode_payload, episode_view_data, filter_runs, list_runs
+from awm.app.server import StepShot, episode_payload, episode_view_data, filter_runs, list_runs
 from awm.app.web import AppContext, AppSettings
 from awm.errors import ConfigError
 from awm.gate import FolderGate, GateRequest, answer_question
@@ -98,9 +98,13 @@ def test_the_episode_view_reads_through_one_open_database_and_links_screenshots_
         with pytest.raises(NotServed, match="no episode 'ep'"):
             episode_view_data(None, folder, db, "ep", embed=False)  # exact ids only
         payload = episode_payload(folder, *(db.episode("ep-a"), db.steps("ep-a")))
-    assert linked["shots"] == {i: screenshot_url("two", "ep-a", i) for i in (0, 2)}
-    assert [s["screenshot_url"] for s in payload["steps"]] == [linked["shots"][0], None, linked["shots"][2]]
-    assert set(embedded["shots"]) == {0, 2} and all(u.startswith("data:image/png;base64,") for u in embedded["shots"].values())
+    assert linked["shots"] == {
+        i: StepShot(picture=screenshot_url("two", "ep-a", i, "picture.png"), full=screenshot_url("two", "ep-a", i)) for i in (0, 2)
+    }
+    assert [s["screenshot_url"] for s in payload["steps"]] == [linked["shots"][0].full, None, linked["shots"][2].full]
+    assert [s["picture_url"] for s in payload["steps"]] == [linked["shots"][0].picture, None, linked["shots"][2].picture]
+    assert set(embedded["shots"]) == {0, 2}
+    assert all(u.startswith("data:image/png;base64,") for s in embedded["shots"].values() for u in (s.picture, s.full))
     assert [n.step.idx for n in running["tree"]] == [0, 1] and running["shots"] == {}
     assert running["status"] == "running" and linked["status"] == "success"
 
@@ -228,3 +232,14 @@ def test_a_run_that_exits_non_zero_ends_with_an_error_event_not_a_verdict(tmp_pa
     event = terminal_event(LiveRun("x", tmp_path, "http://x/", "g", process, "now"), "live~x")
     assert event["event"] == "error" and "exit 2" in event["data"]["message"]
     assert "refused" in event["data"]["detail"]
+
+
+def test_filter_runs_keeps_an_ablation_with_its_matching_arms() -> None:
+    arms = [
+        RunListing(key="abl~arms~off~rep1", name="x", created_at="1", status="done", counts={"failed": 1}, ablation="abl", arm="off", repeat="rep1"),
+        RunListing(key="abl~arms~on~rep1", name="x", created_at="1", status="done", counts={"success": 1}, ablation="abl", arm="on", repeat="rep1"),
+    ]  # fmt: skip
+    rows = [RunListing(key="abl", kind="ablation", name="abl", created_at="2", status="done", counts={"failed": 1, "success": 1}, arms=arms)]
+    assert [a.key for a in filter_runs(rows, "failed", "")[0].arms] == ["abl~arms~off~rep1"]
+    assert [a.key for a in filter_runs(rows, "", "abl")[0].arms] == ["abl~arms~off~rep1", "abl~arms~on~rep1"]
+    assert filter_runs(rows, "stuck", "") == []

@@ -25,12 +25,14 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from pydantic import ValidationError
 
-from awm.errors import DataError
+from awm.errors import AwmError, DataError
 from awm.evaluation.audit import JudgeAudit
 from awm.pipeline.report import AblationReport, ArmStats, PairedComparison
 from awm.pipeline.results import RESULTS_JSON, RESULTS_MD
+from awm.traces.db import RunDatabase
 
-from .catalog import Folder, NotServed, file_in
+from .catalog import Folder, NotServed, arm_place, file_in
+from .runs import episode_status
 from .web import AppContext, FormatQuery, context, list_response, page
 
 router = APIRouter()
@@ -87,11 +89,45 @@ def render_markdown(text: str, key: str) -> str:
     return md.renderer.render(tokens, md.options, env)
 
 
+# RESULTS.md's sections the page shows itself (as its own tables, plots and links), by the start of
+# their `##` title: rendered once, not again inside RESULTS.md.
+SHOWN_SECTIONS = ("Per task", "Paired differences", "Judge audit", "Plots")
+
+
+def without_sections(text: str, titles: tuple[str, ...]) -> str:
+    """The Markdown without its `##` sections whose title starts with one of `titles` (each up to the
+    next `##` heading). Found on markdown-it's tokens, so a `##` line inside a code block is no heading."""
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    tokens = md.parse(text, {})
+    lines = text.splitlines(keepends=True)
+    starts = [
+        (tok.map[0], tokens[i + 1].content)
+        for i, tok in enumerate(tokens)
+        if tok.type == "heading_open" and tok.tag == "h2" and tok.map is not None
+    ]
+    drop: set[int] = set()
+    for n, (start, title) in enumerate(starts):
+        if title.startswith(titles):
+            end = starts[n + 1][0] if n + 1 < len(starts) else len(lines)
+            drop.update(range(start, end))
+    return "".join(line for i, line in enumerate(lines) if i not in drop)
+
+
+@dataclass
+class EpisodeLink:
+    """One episode behind a per-task cell: its page, and what it was, for the link's title."""
+
+    url: str
+    success: bool
+    title: str
+
+
 @dataclass
 class TaskCell:
     arm: str
     successes: int
     episodes: int
+    links: list[EpisodeLink] = field(default_factory=list)  # its episodes, where a served run holds them
 
     @property
     def rate(self) -> float | None:
@@ -108,7 +144,8 @@ class TaskRow:
     diffs: list[float | None]  # one per arm after the first (the baseline)
 
 
-def per_task_rows(report: AblationReport) -> list[TaskRow]:
+def per_task_rows(report: AblationReport, links: dict[tuple[str, str], list[EpisodeLink]] | None = None) -> list[TaskRow]:
+    """The per-task table; `links` (by task and arm: `task_episodes`) puts each cell's episodes in it."""
     arms = [a.name for a in report.arms]
     rows = []
     for task in sorted(report.per_task):
@@ -116,7 +153,7 @@ def per_task_rows(report: AblationReport) -> list[TaskRow]:
         cells = []
         for arm in arms:
             successes, episodes = [*(counts.get(arm) or []), 0, 0][:2]
-            cells.append(TaskCell(arm, successes, episodes))
+            cells.append(TaskCell(arm, successes, episodes, (links or {}).get((task, arm), [])))
         base = cells[0].rate if cells else None
         diffs = [None if base is None or c.rate is None else c.rate - base for c in cells[1:]]
         rows.append(TaskRow(task=task, cells=cells, diffs=diffs))
@@ -149,22 +186,42 @@ def arm_views(report: AblationReport, ablation: Folder, served: dict[str, Folder
 
     The links come from the catalog's own folders found under `arms/`, never from a path built out of
     results.json's arm names, so a link always names a run the server actually serves."""
-    arms_dir = ablation.path / "arms"
     runs: dict[str, list[RunLink]] = {}
     for folder in served.values():
-        if folder.kind != "run":
-            continue
-        try:
-            parts = folder.path.relative_to(arms_dir).parts
-        except ValueError:
-            continue
-        if len(parts) == 2:
-            runs.setdefault(parts[0], []).append(RunLink(label=parts[1], key=folder.key))
+        place = arm_place(folder, {ablation.key: ablation})
+        if place is not None:
+            runs.setdefault(place.arm, []).append(RunLink(label=place.repeat, key=folder.key))
     views = [ArmView(name=a.name, stats=a, runs=runs.pop(a.name, [])) for a in report.arms]
     views += [ArmView(name=name, stats=None, runs=links) for name, links in sorted(runs.items())]
     for view in views:
         view.runs.sort(key=lambda r: _repeat_order(r.label))
     return views
+
+
+def task_episodes(arms: list[ArmView], served: dict[str, Folder]) -> dict[tuple[str, str], list[EpisodeLink]]:
+    """Each (task, arm)'s episodes in the arm's served runs, as the per-task table counts them: the task
+    is the episode's task id without `browsergym/` (the report's key); a run that cannot be read is
+    left out (the runs page names its error)."""
+    out: dict[tuple[str, str], list[EpisodeLink]] = {}
+    for arm in arms:
+        for run in arm.runs:
+            try:
+                with RunDatabase(served[run.key].path) as db:
+                    episodes = db.episodes()
+            except (AwmError, KeyError):
+                continue
+            for e in episodes:
+                task = e.task.task_id.removeprefix("browsergym/")
+                status = episode_status(e)
+                seed = "" if e.task.seed is None else f" seed {e.task.seed}"
+                out.setdefault((task, arm.name), []).append(
+                    EpisodeLink(
+                        url=f"/runs/{quote(run.key, safe='')}/episodes/{quote(e.id, safe='')}",
+                        success=status == "success",
+                        title=f"{arm.name} {run.label}{seed}: {status}",
+                    )
+                )
+    return out
 
 
 def judge_audits(report: AblationReport) -> list[tuple[str, JudgeAudit]]:
@@ -272,11 +329,13 @@ def ablation_page(request: Request, key: str, ctx: Ctx) -> Response:
     folder = _ablation(ctx, key)
     report = read_report(folder)
     markdown = read_markdown(folder)
+    served = ctx.catalog.folders()
+    arms = arm_views(report, folder, served)
     return page(
-        request, "ablation.html", folder=folder, report=report,
-        arms=arm_views(report, folder, ctx.catalog.folders()),
+        request, "ablation.html", folder=folder, report=report, arms=arms,
         plots=[(name, files_url(folder.key, name)) for name in plot_names(folder, report.plots)],
-        tasks=per_task_rows(report), paired=paired_comparisons(report), audits=judge_audits(report),
-        results_html=None if markdown is None else render_markdown(markdown, folder.key),
+        tasks=per_task_rows(report, task_episodes(arms, served)), paired=paired_comparisons(report),
+        audits=judge_audits(report), shown_sections=SHOWN_SECTIONS,
+        results_html=None if markdown is None else render_markdown(without_sections(markdown, SHOWN_SECTIONS), folder.key),
         files={n: files_url(folder.key, n) for n in (RESULTS_MD, RESULTS_JSON)},
     )  # fmt: skip

@@ -89,6 +89,32 @@ class Catalog:
         return None
 
 
+class ArmPlace(BaseModel):
+    """Where a run folder sits in an ablation: `ABLATION/arms/<arm>/<repeat>`."""
+
+    ablation: str  # the ablation's key
+    arm: str
+    repeat: str  # rep1, rep2...
+
+
+def arm_place(folder: Folder, folders: dict[str, Folder]) -> ArmPlace | None:
+    """The ablation among `folders` whose `arms/<arm>/<repeat>` `folder` is (None: a run of its own).
+    The one reading of that layout: the runs page nests arms by it, an arm's page links back by it, and
+    the ablation page finds its arms' run folders by it."""
+    if folder.kind != "run":
+        return None
+    for ablation in folders.values():
+        if ablation.kind != "ablation":
+            continue
+        try:
+            parts = folder.path.relative_to(ablation.path / "arms").parts
+        except ValueError:
+            continue
+        if len(parts) == 2:
+            return ArmPlace(ablation=ablation.key, arm=parts[0], repeat=parts[1])
+    return None
+
+
 def file_in(folder: Folder, relative: str) -> Path:
     """A file inside `folder` named by a relative path (from a run database or a request); `NotServed`
     for anything else. A plain function, not a `Catalog` method: it needs only a `Folder` the catalog

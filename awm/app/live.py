@@ -269,6 +269,7 @@ async def events(run: LiveRun, catalog: Catalog, idle_s: float) -> AsyncIterator
                 if data.get("screenshot"):  # key None: the run folder is outside the served ones, no link
                     episode_id, index = str(event.get("episode_id")), int(data.get("index", 0))
                     data["screenshot_url"] = None if key is None else screenshot_url(key, episode_id, index)
+                    data["picture_url"] = None if key is None else screenshot_url(key, episode_id, index, "picture.png")
                 last = time.monotonic()
                 yield {"event": "step", "data": _json(data)}
         for question in pending_questions(run.confirm_dir):

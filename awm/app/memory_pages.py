@@ -158,6 +158,53 @@ def episode_links(ctx: AppContext, wanted: set[str]) -> dict[str, str]:
     return links
 
 
+# Provenance fields a reviewer compares between two versions (`created_at` left out: a re-induced copy
+# always has a new one, and the version's own time says when).
+PROVENANCE_FIELDS = ("mode", "model", "prompt_hash", "trajectory_ids", "admission", "replay_trajectory_id", "replay_verdict", "part_of")
+
+
+class ProvenanceChange(BaseModel):
+    """One provenance field of a workflow that differs between two versions."""
+
+    workflow: str
+    field: str
+    before: str
+    after: str
+
+
+def provenance_changes(before: Iterable[Workflow], after: Iterable[Workflow]) -> list[ProvenanceChange]:
+    """The provenance fields that differ for each workflow in both lists (by name, in `after`'s order).
+    Why besides the store's diff: it compares content only (so re-induced copies compare equal), and a
+    workflow re-admitted, replayed anew or induced from other episodes is a change a reviewer must see."""
+    old = {w.name: w.provenance for w in before}
+    out = []
+    for w in after:
+        if w.name not in old:
+            continue
+        for field in PROVENANCE_FIELDS:
+            a, b = getattr(old[w.name], field), getattr(w.provenance, field)
+            if a != b:
+                out.append(ProvenanceChange(workflow=w.name, field=field, before=_words(a), after=_words(b)))
+    return out
+
+
+def _words(value: object) -> str:
+    return ", ".join(map(str, value)) if isinstance(value, list) else str(value)
+
+
+def diff_view(store: WorkflowStore, scope: str, a: int, b: int) -> dict[str, Any]:
+    """A diff as the page and the API give it: the store's diff of the workflows, each version's author
+    and message, and the provenance changes (`provenance_changes`)."""
+    first, second = store.get(scope, a), store.get(scope, b)
+    return {
+        **store.diff(scope, a, b).model_dump(mode="json"),
+        "versions": {
+            str(v.version): {"author": v.author, "message": v.message, "created_at": v.created_at} for v in (first, second)
+        },
+        "provenance": [c.model_dump() for c in provenance_changes(first.workflows, second.workflows)],
+    }
+
+
 def scope_path(scope: str) -> str:
     """A scope as the tail of a URL: its ``/`` kept (the routes take ``{scope:path}``), the rest quoted."""
     return quote(scope, safe="/")
@@ -172,6 +219,7 @@ def scope_view(ctx: AppContext, scope: str, a: int | None, b: int | None) -> dic
             pair = default_pair(log)
             a, b = (None, None) if pair is None else pair
         diff: WorkflowDiff | None = None
+        diff_extra: dict[str, Any] = {}
         diff_error = ""
         if a is not None and b is not None:
             known = {v.version for v in log}
@@ -182,7 +230,8 @@ def scope_view(ctx: AppContext, scope: str, a: int | None, b: int | None) -> dic
                     "choose two versions below"
                 )
             else:
-                diff = store.diff(scope, a, b)
+                diff_extra = diff_view(store, scope, a, b)
+                diff = WorkflowDiff.model_validate(diff_extra)
         head = store.get(scope, head_version)
         calls = health(store.uses(scope))
     return {
@@ -195,6 +244,8 @@ def scope_view(ctx: AppContext, scope: str, a: int | None, b: int | None) -> dic
         "b": b,
         "diff": diff,
         "diff_error": diff_error,
+        "diff_versions": diff_extra.get("versions", {}),
+        "provenance": [ProvenanceChange.model_validate(c) for c in diff_extra.get("provenance", [])],
         "patches": {} if diff is None else {n: patch_lines(p) for n, p in diff.patches.items()},
         "links": episode_links(ctx, source_ids(head.workflows)),
         "calls": calls,
@@ -253,10 +304,11 @@ def api_versions(scope: str, ctx: Ctx, fmt: FormatQuery = "json") -> Response:
 
 @router.get("/api/memory/{scope:path}/diff")
 def api_diff(scope: str, a: Annotated[int, Query()], b: Annotated[int, Query()], ctx: Ctx) -> dict:
+    """The store's diff, with each version's author and message and the provenance changes."""
     with open_store(ctx) as store:
         require_version(store, scope, a)
         require_version(store, scope, b)
-        return store.diff(scope, a, b).model_dump(mode="json")
+        return diff_view(store, scope, a, b)
 
 
 @router.post("/api/memory/{scope:path}/rollback")
@@ -277,6 +329,47 @@ def memory_page(request: Request, ctx: Ctx) -> Response:
     for row in rows:
         row["path"] = scope_path(row["scope"])
     return page(request, "memory.html", rows=rows, missing="", db=ctx.settings.memory_db)
+
+
+def version_view(ctx: AppContext, scope: str, version: int) -> dict[str, Any]:
+    """What a version's page shows: the version (its workflows, parent, author, message, provenance),
+    the scope's log around it, and its source episodes' links; a version the scope lacks is `error`
+    (the page says so and keeps the log), an unknown scope is `NotServed`."""
+    with open_store(ctx) as store:
+        head = require_head(store, scope)
+        log = store.log(scope)
+        known = [v.version for v in log]
+        shown = store.get(scope, version) if version in known else None
+        calls = health(store.uses(scope)) if shown is not None else {}
+    error = "" if shown is not None else (
+        f"{scope} has no version {version} (versions: {', '.join(f'v{v}' for v in known)}; the head is v{head})"
+    )
+    children = [v.version for v in log if v.parent == version]
+    return {
+        "scope": scope, "path": scope_path(scope), "head": head, "log": log, "asked": version, "shown": shown,
+        "error": error, "children": children,
+        "before": max((v for v in known if v < version), default=None),
+        "after": min((v for v in known if v > version), default=None),
+        "links": episode_links(ctx, source_ids(shown.workflows)) if shown is not None else {},
+        "calls": calls,
+    }  # fmt: skip
+
+
+def version_url(scope: str, version: int) -> str:
+    """A version's page: the one place that spells it (the scope page, the episode page link here)."""
+    return f"/memory/scope/{scope_path(scope)}/versions/{version}"
+
+
+@router.get("/memory/scope/{scope:path}/versions/{version:int}")
+def version_page(request: Request, scope: str, version: int, ctx: Ctx) -> Response:
+    view = version_view(ctx, scope, version)
+    return page(request, "memory_version.html", status_code=404 if view["error"] else 200, **view)
+
+
+@router.get("/memory/{scope:path}/versions/{version:int}")
+def version_short(scope: str, version: int) -> Response:
+    """`/memory/SCOPE/versions/N`, as people write it, goes to the version's page."""
+    return RedirectResponse(version_url(scope, version), status_code=307)
 
 
 @router.get("/memory/scope/{scope:path}")

@@ -126,10 +126,14 @@ def call_values(call: WorkflowCall, children: list[StepRow]) -> list[BoundValue]
     return out
 
 
-def screenshot_url(run_key: str, episode_id: str, index: int) -> str:
-    """The API address of one step's screenshot: the only place that spells it (the episode page, its
-    JSON and the live stream's step events all link through here)."""
-    return f"/api/runs/{quote(run_key, safe='')}/episodes/{quote(episode_id, safe='')}/steps/{index}/screenshot.png"
+StepImage = Literal["screenshot.png", "picture.png"]
+
+
+def screenshot_url(run_key: str, episode_id: str, index: int, image: StepImage = "screenshot.png") -> str:
+    """The API address of one step's screenshot (the full frame), or with `image="picture.png"` of its
+    picture (cropped to the page, the target marked: `awm.app.pictures`): the only place that spells
+    them (the episode page, its JSON and the live stream's step events all link through here)."""
+    return f"/api/runs/{quote(run_key, safe='')}/episodes/{quote(episode_id, safe='')}/steps/{index}/{image}"
 
 
 class RunListing(BaseModel):
@@ -152,10 +156,36 @@ class RunListing(BaseModel):
     completion_tokens: int = 0
     seconds: float = 0.0
     error: str = ""  # a folder that could not be read says why, instead of vanishing from the list
+    ablation: str = ""  # an arm's run: the ablation's key (its runs-page row is nested under it)
+    arm: str = ""  # and which arm ("off") and repeat ("rep1") it is
+    repeat: str = ""
+    arms: list[RunListing] = Field(default_factory=list)  # an ablation: its arms' runs
 
     @property
     def search_text(self) -> str:
         return " ".join((self.key, self.name, self.benchmark, self.model, self.memory, self.status)).lower()
+
+
+def ablation_listing(key: str, name: str, created_at: str, arms: list[RunListing]) -> RunListing:
+    """The runs-page row of an ablation folder: its arms' runs nested, their episodes added up (pure)."""
+    counts: Counter[str] = Counter()
+    for arm in arms:
+        counts.update(arm.counts)
+    decided = sum(counts[s] for s in ("success", "failed", "stuck", "error"))
+    running = any(a.status == "running" for a in arms)
+    return RunListing(
+        key=key, kind="ablation", name=name, created_at=created_at, status="running" if running else "done",
+        benchmark=", ".join(dict.fromkeys(a.benchmark for a in arms if a.benchmark)),
+        model=", ".join(dict.fromkeys(a.model for a in arms if a.model)),
+        memory=f"{len({a.arm for a in arms})} arms" if arms else "",
+        episodes=sum(a.episodes for a in arms), ended=sum(a.ended for a in arms),
+        success_rate=counts["success"] / decided if decided else None,
+        counts={s: counts[s] for s in STATUSES if counts[s]},
+        recoveries=sum(a.recoveries for a in arms),
+        prompt_tokens=sum(a.prompt_tokens for a in arms), completion_tokens=sum(a.completion_tokens for a in arms),
+        seconds=round(sum(a.seconds for a in arms), 1),
+        arms=sorted(arms, key=lambda a: (a.arm, a.repeat)),
+    )  # fmt: skip
 
 
 def arm_label(config: dict[str, Any]) -> str:

@@ -77,9 +77,10 @@ def serve_command(
 ) -> None:
     """Serve the runs dashboard, the episode viewer, the memory browser, ablation reports and live runs.
 
-    Pages: / (runs, filter by status and text), /runs/RUN/episodes/EPISODE (each step with the screenshot
-    the agent saw), /compare?a=RUN&b=RUN (two runs per task and seed), /memory (scopes, version logs,
-    diffs, rollback), /live (a URL and a goal: the agent works on the page inside the rails while its
+    Pages: / (runs, filter by status and text; an ablation's arms nested under it),
+    /runs/RUN/episodes/EPISODE (each step with the page the agent saw, cropped, the element it acted on
+    outlined; j/k step through), /compare?a=RUN&b=RUN (two runs per task and seed), /memory (scopes,
+    version logs, /memory/scope/SCOPE/versions/N, diffs, rollback), /ablations/ABLATION, /live (a URL and a goal: the agent works on the page inside the rails while its
     steps stream in; sensitive actions wait for your approve/deny). Live runs are written under the
     first --runs folder, in live/, and are listed like any other run. At most 2 live runs execute at
     once. The JSON API the pages use is under /api; its lists also come as CSV (?format=csv).

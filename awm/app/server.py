@@ -9,24 +9,30 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from awm.errors import AwmError
 from awm.pipeline.summary import live_facts, summarize_episode
 from awm.traces.db import EpisodeRow, RunDatabase, StepRow
 
-from .catalog import Catalog, Folder, NotServed, file_in
+from .catalog import Catalog, Folder, NotServed, arm_place, file_in
+from .memory_pages import version_url
+from .pictures import step_picture
 from .runs import (
     STATUSES,
     RunListing,
+    ablation_listing,
     call_values,
     decided_by,
     episode_status,
@@ -43,38 +49,53 @@ Ctx = Annotated[AppContext, Depends(context)]
 
 
 def list_runs(ctx: AppContext) -> list[RunListing]:
-    """Every served run and ablation folder, newest first; an unreadable one is listed with its error."""
+    """Every served run and ablation folder, newest first, an ablation's arms nested under it (not rows
+    of their own); an unreadable run is listed with its error."""
+    folders = ctx.catalog.folders()
     rows: list[RunListing] = []
-    for folder in ctx.catalog.folders().values():
+    arms: dict[str, list[RunListing]] = {}
+    for folder in folders.values():
         if folder.kind == "ablation":
-            rows.append(ablation_listing(folder))
             continue
-        try:
-            run, episodes, recovered = read_run(folder)
-        except AwmError as exc:
-            rows.append(RunListing(key=folder.key, name=folder.path.name, created_at="", status="unreadable", error=str(exc)))
-            continue
-        rows.append(run_listing(folder, run, episodes, sum(recovered.values())))
+        row = _listing(folder)
+        place = arm_place(folder, folders)
+        if place is None:
+            rows.append(row)
+        else:
+            placed = row.model_copy(update={"ablation": place.ablation, "arm": place.arm, "repeat": place.repeat})
+            arms.setdefault(place.ablation, []).append(placed)
+    for folder in folders.values():
+        if folder.kind == "ablation":
+            created = datetime.fromtimestamp(folder.path.stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            rows.append(ablation_listing(folder.key, folder.path.name, created, arms.get(folder.key, [])))
     return sorted(rows, key=lambda r: (r.created_at, r.key), reverse=True)
 
 
-def ablation_listing(folder: Folder) -> RunListing:
-    from datetime import UTC, datetime
+def _listing(folder: Folder) -> RunListing:
+    try:
+        run, episodes, recovered = read_run(folder)
+    except AwmError as exc:
+        return RunListing(key=folder.key, name=folder.path.name, created_at="", status="unreadable", error=str(exc))
+    return run_listing(folder, run, episodes, sum(recovered.values()))
 
-    created = datetime.fromtimestamp(folder.path.stat().st_mtime, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return RunListing(key=folder.key, kind="ablation", name=folder.path.name, created_at=created, status="done")
+
+def _matches(row: RunListing, status: str, needle: str) -> bool:
+    if status and not (row.counts.get(status) or row.status == status):
+        return False
+    return not needle or needle in row.search_text
 
 
 def filter_runs(rows: list[RunListing], status: str, text: str) -> list[RunListing]:
-    """Runs with at least one episode of `status` (or a run status such as running), whose text has `text`."""
+    """Runs with at least one episode of `status` (or a run status such as running), whose text has `text`;
+    an ablation is kept with the arms that match (all of them when only the ablation itself does)."""
     needle = text.strip().lower()
     out = []
     for row in rows:
-        if status and not (row.counts.get(status) or row.status == status):
-            continue
-        if needle and needle not in row.search_text:
-            continue
-        out.append(row)
+        kept = [a for a in row.arms if _matches(a, status, needle)]
+        if kept:
+            out.append(row.model_copy(update={"arms": kept}))
+        elif _matches(row, status, needle):
+            out.append(row)
     return out
 
 
@@ -102,6 +123,18 @@ def _episode_in(db: RunDatabase, folder: Folder, episode_id: str) -> tuple[Episo
     return row, db.steps(episode_id)
 
 
+def _screenshot_of(ctx: AppContext, run: str, episode: str, index: int) -> tuple[Path, StepRow]:
+    """The file of a step's screenshot, through the catalog's checks, and the step; `NotServed` else."""
+    folder = _run(ctx, run)
+    with RunDatabase(folder.path) as db:
+        step = db.step(episode, index)  # one row: an episode page asks for each of its screenshots
+    if step is None:
+        raise NotServed(f"no step {index} in episode '{episode}' of run {folder.key}")
+    if not step.screenshot:
+        raise NotServed(f"step {index} of '{episode}' has no screenshot")
+    return file_in(folder, step.screenshot), step
+
+
 def episode_payload(folder: Folder, episode: EpisodeRow, steps: list[StepRow]) -> dict:
     """`GET /api/runs/{run}/episodes/{episode}`: the episode, its status and its steps, with each step's
     screenshot URL (or null) and its sub-steps' indexes."""
@@ -116,6 +149,7 @@ def episode_payload(folder: Folder, episode: EpisodeRow, steps: list[StepRow]) -
             {
                 **s.model_dump(mode="json"),
                 "screenshot_url": screenshot_url(folder.key, episode.id, s.idx) if s.screenshot else None,
+                "picture_url": screenshot_url(folder.key, episode.id, s.idx, "picture.png") if s.screenshot else None,
             }
             for s in steps
         ],
@@ -140,7 +174,9 @@ def register_routes(app: FastAPI) -> None:
     ) -> Response:
         """The runs, filtered as the runs page filters them (`status`, `q`); `?format=csv` for a file."""
         rows = filter_runs(list_runs(ctx), status, q)
-        return list_response([r.model_dump(mode="json") for r in rows], fmt, "runs")
+        if fmt == "csv":  # a flat file: each ablation's arms as rows after it, named by their `ablation`
+            rows = [flat for r in rows for flat in (r.model_copy(update={"arms": []}), *r.arms)]
+        return list_response([r.model_dump(mode="json", exclude={"arms"} if fmt == "csv" else None) for r in rows], fmt, "runs")
 
     @app.get("/api/runs/{run}/episodes")
     def api_episodes(run: str, ctx: Ctx, fmt: FormatQuery = "json") -> Response:
@@ -158,14 +194,15 @@ def register_routes(app: FastAPI) -> None:
 
     @app.get("/api/runs/{run}/episodes/{episode}/steps/{index}/screenshot.png")
     def api_screenshot(run: str, episode: str, index: int, ctx: Ctx) -> FileResponse:
-        folder = _run(ctx, run)
-        with RunDatabase(folder.path) as db:
-            step = db.step(episode, index)  # one row: an episode page asks for each of its screenshots
-        if step is None:
-            raise NotServed(f"no step {index} in episode '{episode}' of run {folder.key}")
-        if not step.screenshot:
-            raise NotServed(f"step {index} of '{episode}' has no screenshot")
-        return FileResponse(file_in(folder, step.screenshot), media_type="image/png")
+        """The step's screenshot as recorded: the full frame."""
+        path, _ = _screenshot_of(ctx, run, episode, index)
+        return FileResponse(path, media_type="image/png")
+
+    @app.get("/api/runs/{run}/episodes/{episode}/steps/{index}/picture.png")
+    def api_picture(run: str, episode: str, index: int, ctx: Ctx) -> Response:
+        """The step's picture: its screenshot cropped to the page's content, the acted element marked."""
+        path, step = _screenshot_of(ctx, run, episode, index)
+        return Response(ctx.pictures.picture(path, step.box), media_type="image/png")
 
     @app.get("/")
     def runs_page(
@@ -179,12 +216,19 @@ def register_routes(app: FastAPI) -> None:
 
     @app.get("/runs/{run}")
     def run_page(request: Request, run: str, ctx: Ctx) -> Response:
+        folders = ctx.catalog.folders()
+        found = folders.get(run)
+        if found is not None and found.kind == "ablation":  # an ablation is a page of its own
+            return RedirectResponse(f"/ablations/{quote(run, safe='')}", status_code=307)
         folder = _run(ctx, run)
         run_row, episodes, recovered = read_run(folder)
         listing = run_listing(folder, run_row, episodes, sum(recovered.values()))
         rows = [(e, episode_status(e), recovered.get(e.id, 0), decided_by(e), verdict_short(e)) for e in episodes]
         summary = (folder.path / "summary.md").is_file()
-        return page(request, "run.html", folder=folder, run=run_row, listing=listing, rows=rows, has_summary=summary)
+        return page(
+            request, "run.html", folder=folder, run=run_row, listing=listing, rows=rows, has_summary=summary,
+            place=arm_place(folder, folders),
+        )  # fmt: skip
 
     @app.get("/runs/{run}/episodes/{episode}")
     def episode_page(request: Request, run: str, episode: str, ctx: Ctx) -> Response:
@@ -210,14 +254,10 @@ def episode_view_data(
     memory link)."""
     row, steps = _episode_in(db, folder, episode_id)
     trajectory = db.trajectory_of(row, steps)
-    shots = {
-        s.idx: _data_url(folder, s.screenshot) if embed else screenshot_url(folder.key, row.id, s.idx)
-        for s in steps
-        if s.screenshot
-    }
+    shots = {s.idx: _shot(folder, row.id, s, embed) for s in steps if s.screenshot}
     memory_url = None
     if ctx is not None and ctx.settings.memory_db is not None and row.memory_version is not None and row.scope:
-        memory_url = f"/memory/scope/{quote(row.scope, safe='/')}"
+        memory_url = version_url(row.scope, row.memory_version)  # the version it used, not the head
     summary = summarize_episode(trajectory)
     live = summary.start_url or summary.verdict_source == "self-reported"  # as summary.md's Live pages
     tree = step_tree(steps)
@@ -231,15 +271,30 @@ def episode_view_data(
     }  # fmt: skip
 
 
-def _data_url(folder: Folder, relative: str) -> str | None:
-    """A screenshot as a `data:` URL, read through the catalog's checks (None when it is missing)."""
+class StepShot(BaseModel):
+    """A step card's images: its picture (cropped, target marked) and the full frame, as URLs."""
+
+    picture: str
+    full: str
+
+
+def _shot(folder: Folder, episode_id: str, step: StepRow, embed: bool) -> StepShot | None:
+    """The step's images as the API's addresses, or embedded as `data:` URLs (an export: read through
+    the catalog's checks; None when the file is missing)."""
+    if not embed:
+        return StepShot(
+            picture=screenshot_url(folder.key, episode_id, step.idx, "picture.png"),
+            full=screenshot_url(folder.key, episode_id, step.idx),
+        )
     import base64
 
     try:
-        path = file_in(folder, relative)
+        path = file_in(folder, step.screenshot or "")
     except NotServed:
         return None
-    return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode()
+    png = path.read_bytes()
+    as_url = "data:image/png;base64,{}".format
+    return StepShot(picture=as_url(base64.b64encode(step_picture(png, step.box)).decode()), full=as_url(base64.b64encode(png).decode()))
 
 
 def validation_message(errors: Sequence[Any]) -> str:

@@ -20,6 +20,7 @@ from fastapi.templating import Jinja2Templates
 from pydantic import BaseModel, Field
 
 from .catalog import Catalog
+from .pictures import PictureCache
 
 PACKAGE_DIR = Path(__file__).parent
 TEMPLATES_DIR = PACKAGE_DIR / "templates"
@@ -49,6 +50,7 @@ class AppContext:
     settings: AppSettings
     catalog: Catalog
     live: Any = None  # awm.app.live.LiveRuns (typed loosely: live imports this module)
+    pictures: PictureCache = field(default_factory=PictureCache)  # step pictures already cropped
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field, ValidationError
 from awm.errors import DataError
 from awm.trajectory import (
     Approval,
+    Box,
     Step,
     TargetDesc,
     Task,
@@ -97,6 +98,7 @@ CREATE TABLE IF NOT EXISTS step (
     approval TEXT,
     reaction TEXT NOT NULL DEFAULT '',
     prompt TEXT NOT NULL DEFAULT '[]',
+    box TEXT,
     UNIQUE(episode_id, idx)
 );
 """
@@ -112,6 +114,7 @@ ADDED_COLUMNS = (
     ("step", "approval", "TEXT"),
     ("step", "reaction", "TEXT NOT NULL DEFAULT ''"),
     ("step", "prompt", "TEXT NOT NULL DEFAULT '[]'"),
+    ("step", "box", "TEXT"),
 )
 
 
@@ -212,6 +215,7 @@ class StepRow(BaseModel):
     approval: Approval | None = None  # the confirmation gate's answer (live runs)
     reaction: str = ""
     prompt: list[dict[str, str]] = Field(default_factory=list)  # the messages sent (old folders: none)
+    box: Box | None = None  # the target's box on the screenshot (old folders: none)
 
     @property
     def timings_ms(self) -> dict[str, float]:
@@ -249,6 +253,7 @@ class StepRow(BaseModel):
             approval=self.approval,
             reaction=self.reaction,
             prompt=self.prompt,
+            box=self.box,
         )
 
 
@@ -291,6 +296,7 @@ def step_values(
         "approval": None if step.approval is None else step.approval.model_dump_json(),
         "reaction": step.reaction,
         "prompt": _dumps(step.prompt),
+        "box": None if step.box is None else step.box.model_dump_json(),
     }
 
 
@@ -471,7 +477,7 @@ class RunDatabase:
         return None if row is None else self._step_row(row)
 
     def _step_row(self, row: sqlite3.Row) -> StepRow:
-        return self._row(StepRow, row, ("action", "target", "timings", "approval", "prompt"))
+        return self._row(StepRow, row, ("action", "target", "timings", "approval", "prompt", "box"))
 
     def recoveries(self) -> dict[str, int]:
         """Recoveries by episode id, every episode of the run listed (0 when none): failed top-level

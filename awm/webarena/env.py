@@ -32,7 +32,7 @@ from awm.goal_values import asks_to_select_text
 from awm.proctree import descendants, kill_pids
 from awm.rails import RailsError
 from awm.secrets import Secrets, secrets_from_env
-from awm.trajectory import TargetDesc, Task
+from awm.trajectory import Box, TargetDesc, Task
 from awm.webarena.dom import PageDom, parse_dom
 from awm.webarena.fingerprint import PageSnapshot, snapshot_page
 from awm.webarena.guard import LiveRails
@@ -63,6 +63,8 @@ class PageState(BaseModel):
     # (None: `[browser] pages` off); written out as HTML only when asked (`html`), like the screenshot.
     dom: tuple[PageDom, Any] | None = Field(default=None, exclude=True, repr=False)
     secrets: Secrets = Field(default_factory=Secrets, exclude=True, repr=False)  # redacted from `html`
+    # BrowserGym's extra element properties as observed (a reference, no copy): each element's box.
+    properties: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
     _png: bytes | None = PrivateAttr(default=None)
     _html: str | None = PrivateAttr(default=None)
 
@@ -74,6 +76,11 @@ class PageState(BaseModel):
         head = f"[{bid}] "
         line = next((ln for ln in self.text.splitlines() if ln.startswith(head)), "")
         return tuple(word.strip() for word in line.split(",")[1:])
+
+    def box(self, bid: str | None) -> Box | None:
+        """The element's box on this page's screenshot, in its pixels (BrowserGym scales `bbox` as it
+        scales the screenshot: MiniWoB++'s by 1.5); None: no such element, or it has no box."""
+        return Box.of((self.properties.get(bid) or {}).get("bbox")) if bid else None
 
     def screenshot_png(self) -> bytes | None:
         """The screenshot as PNG, encoded on first call and kept; None without a screenshot."""
@@ -550,6 +557,7 @@ class BrowserSession:
             fingerprint=snapshot.digest(),
             last_action_error=redact(sanitize_text(obs.get("last_action_error"), 400)),
             screenshot=shot, snapshot=snapshot, dom=page, secrets=self.secrets,
+            properties=obs.get("extra_element_properties") or {},
         )  # fmt: skip
 
     def mark_broken(self) -> None:

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from awm.actions import ACTION_SETS, Action, render_action
 from awm.gate import ControlInfo
 from awm.secrets import Secrets
-from awm.trajectory import Approval, StepOutcome
+from awm.trajectory import Approval, Box, StepOutcome
 from awm.webarena.datepicker import MAX_MONTHS, date_asked, day_link, month_link, months_between, shown_month
 from awm.webarena.field_values import field_value
 from awm.webarena.outcomes import EnvCrashError, ExecResult, looks_like_crash
@@ -515,16 +515,15 @@ def _observed_box(
     coordinates its mouse actions take (the screenshot's: a page BrowserGym scales, as MiniWoB++'s by 1.5,
     has Playwright's boxes in other units), or why there is none to use."""
     obs = getattr(session, "last_obs", None) or {}
-    props = (obs.get("extra_element_properties") or {}).get(bid, {})
-    bbox = props.get("bbox")
-    if props.get("visibility") == 0:
+    properties = obs.get("extra_element_properties") or {}
+    if (properties.get(bid) or {}).get("visibility") == 0:
         error = f"{_describe(bid, target=target)} is off-screen: scroll to it first"
         return None, ExecResult(outcome="not_interactable", error=error)
-    if not bbox or len(bbox) < 4 or bbox[2] < 2 or bbox[3] < 2:
+    box = Box.of((properties.get(bid) or {}).get("bbox"))
+    if box is None or box.width < 2 or box.height < 2:
         error = f"{_describe(bid, target=target)} has no box on the page"
         return None, ExecResult(outcome="not_interactable", error=error)
-    x, y, width, height = (float(v) for v in bbox[:4])
-    return {"x": x, "y": y, "width": width, "height": height}, None
+    return box.model_dump(), None
 
 
 def _mouse_drag(

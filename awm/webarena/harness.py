@@ -453,6 +453,7 @@ def _run_step(
     bid = action.target_id
     if bid and bid in page.elements:
         step.target = page.elements[bid]
+        step.box = page.box(bid)
     key = (page.fingerprint, step.action_str)
     repeats = seen.get(key, 0) + 1
     seen[key] = repeats

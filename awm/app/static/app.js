@@ -30,9 +30,13 @@ function sortTable(table, index, th) {
   for (const cell of table.tHead.rows[0].cells) cell.removeAttribute("aria-sort");
   th.setAttribute("aria-sort", ascending ? "ascending" : "descending");
   const body = table.tBodies[0];
-  const rows = [...body.rows].map((row, at) => ({ row, at, key: sortKey(row.cells[index]) }));
-  rows.sort((x, y) => (ascending ? 1 : -1) * compareKeys(x.key, y.key) || x.at - y.at);
-  body.append(...rows.map((r) => r.row));
+  // A row with `data-parent` (an ablation's arm) stays under its parent: the parents are sorted, and
+  // the children among themselves.
+  const all = [...body.rows].map((row, at) => ({ row, at, key: sortKey(row.cells[index]) }));
+  const order = (x, y) => (ascending ? 1 : -1) * compareKeys(x.key, y.key) || x.at - y.at;
+  const children = all.filter((r) => r.row.dataset.parent).sort(order);
+  const parents = all.filter((r) => !r.row.dataset.parent).sort(order);
+  body.append(...parents.flatMap((p) => [p.row, ...children.filter((c) => c.row.dataset.parent === p.row.dataset.key).map((c) => c.row)]));
 }
 
 // Every table with a header sorts by a click on a column's name (again: the other way round).
@@ -49,5 +53,39 @@ function makeSortable(table) {
   });
 }
 
+// The episode page: j or → shows the next step, k or ← the one before (workflow sub-steps included),
+// each brought to the top of the window and outlined; the address keeps it (#step-N) for a link.
+function stepThroughByKeys() {
+  const steps = [...document.querySelectorAll("#steps section.step")];
+  if (!steps.length) return;
+  const onScreen = (el) => {
+    const box = el.getBoundingClientRect();
+    return box.bottom > 0 && box.top < window.innerHeight;
+  };
+  const mark = (step) => {
+    steps.forEach((s) => s.classList.toggle("current", s === step));
+  };
+  const fromAddress = steps.find((s) => "#" + s.id === location.hash);
+  if (fromAddress) mark(fromAddress);
+  document.addEventListener("keydown", (event) => {
+    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) return;
+    if (event.target.closest && event.target.closest("input, textarea, select, [contenteditable]")) return;
+    const move = { j: 1, ArrowRight: 1, k: -1, ArrowLeft: -1 }[event.key];
+    if (!move) return;
+    event.preventDefault();
+    let at = steps.findIndex((s) => s.classList.contains("current") && onScreen(s));
+    if (at < 0) {
+      // none shown: start from the step at the top of the window
+      const top = steps.findIndex((s) => s.getBoundingClientRect().bottom > 0);
+      at = top < 0 ? steps.length : steps[top].getBoundingClientRect().top > 1 && move > 0 ? top - 1 : top;
+    }
+    const next = steps[Math.max(0, Math.min(steps.length - 1, at + move))];
+    mark(next);
+    next.scrollIntoView({ block: "start" });
+    history.replaceState(null, "", "#" + next.id);
+  });
+}
+
 followCutEpisode();
+stepThroughByKeys();
 document.querySelectorAll("table.grid").forEach(makeSortable);

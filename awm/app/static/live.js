@@ -54,8 +54,10 @@ function describeRefusal(status, detail) {
 
 // ---- the live page ---------------------------------------------------------------------------
 function stepCard(step) {
+  // the picture (cropped to the page, the element acted on outlined); a click opens the full frame
   const shot = step.screenshot_url
-    ? el("img", { src: step.screenshot_url, alt: "screenshot the agent saw at step " + step.index })
+    ? el("a", { href: step.screenshot_url, title: "open the full frame" },
+        el("img", { src: step.picture_url || step.screenshot_url, alt: "the page the agent saw at step " + step.index }))
     : el("div", { class: "noshot" }, "no screenshot");
   const okClass = step.outcome === "ok" ? "ok" : (["refused", "denied"].includes(step.outcome) ? step.outcome : "failed");
   const approval = step.approval
