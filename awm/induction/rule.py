@@ -417,15 +417,14 @@ def read_answers(members: Sequence[AbstractTrajectory]) -> set[int]:
     }
 
 
-def workflow_from_group(members: Sequence[AbstractTrajectory], *, admission: str) -> Workflow | None:
-    """One workflow for a group of members with equal signatures (placeholders for task values); None
-    when nothing is left once the answers read off the page are dropped (`read_answers`)."""
+def without_read_answers(members: Sequence[AbstractTrajectory]) -> list[AbstractTrajectory]:
+    """The members without their answers read off the page (`read_answers`), step for step alike (pure)."""
     dropped = read_answers(members)
-    first = members[0]
-    kept = [i for i in range(len(first.steps)) if i not in dropped]
-    if not kept:
-        return None
-    members = [replace(m, steps=tuple(m.steps[i] for i in kept)) for m in members]
+    return [replace(m, steps=tuple(s for i, s in enumerate(m.steps) if i not in dropped)) for m in members]
+
+
+def workflow_from_group(members: Sequence[AbstractTrajectory], *, admission: str) -> Workflow:
+    """One workflow for a group of members with equal signatures (placeholders for task values)."""
     plans = _plan_steps(members)
     first = members[0]
     steps = []
@@ -507,15 +506,15 @@ def induce_rule(
     groups = _joined_on_label_middles(groups)
     workflows: dict[tuple, Workflow] = {}
     for (scope, _), members in groups.items():
-        workflow = workflow_from_group(members, admission=admission)
-        if workflow is None:  # they only answered, from the page: no procedure to keep
+        members = without_read_answers(members)
+        if not members[0].steps:  # they only answered, from the page: no procedure to keep
             report.skipped_empty.extend(m.trajectory_id for m in members)
             continue
+        workflow = workflow_from_group(members, admission=admission)
         ids = [m.trajectory_id for m in members]
         taught = [workflow]
         if parts:
-            kept = [s for i, s in enumerate(members[0].steps) if i not in read_answers(members)]
-            taught += split_parts(workflow, kept, workflow_name)
+            taught += split_parts(workflow, members[0].steps, workflow_name)
         for one in taught:
             content = (scope, one.provenance.part_of != "", one.model_dump_json(exclude={"name", "provenance"}))
             if content in workflows:
