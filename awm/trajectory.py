@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, ValidationError, model_serializer
 
 from awm.errors import DataError
 from awm.files import write_text_atomic
@@ -63,6 +63,18 @@ class TargetDesc(BaseModel):
 
     role: str = ""
     label: str = ""
+    # The text of the row, list item or card the element sits in ("" outside one): what tells apart the
+    # Edit links of a ticket list or the star icons of an inbox, whose own role and label are the same.
+    row: str = ""
+
+    @model_serializer(mode="wrap")
+    def _without_empty_row(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No ``row`` key where there is no row: trajectories and workflow bodies (content addresses in
+        the memory store) written before rows were recorded stay byte for byte what they were."""
+        data = handler(self)
+        if not self.row:
+            data.pop("row", None)
+        return data
 
     def render(self) -> str:
         return f"[{self.role}] {self.label}".strip() if self.role else self.label

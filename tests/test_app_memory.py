@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import pytest
 
+from awm.memory.composition import call_step
 from awm.memory.store import WorkflowStore, WorkflowUse
 from awm.memory.workflow import Provenance, Workflow, WorkflowStep
 from awm.traces import RunRecorder
@@ -29,6 +30,7 @@ POSTED = "miniwob/enter-text"  # rolled back through the API
 ODD = "edge/versions"  # a scope whose name is a route word: the routes must not shadow each other
 REPLAYED = "miniwob/replayed"  # v2 keeps v1's workflow, replayed and re-admitted: a provenance change only
 MISSING_EPISODE = "never-served#0"
+COMPOSED = "sites/trac/close-ticket"  # a whole that calls its log-in part (`awm.memory.composition`)
 
 
 def step(action: str, role: str, label: str, value: str = "") -> WorkflowStep:
@@ -55,6 +57,14 @@ def build_memory(db: Path, episode_id: str) -> None:
             update={"admission": "replay: success", "replay_trajectory_id": "replay-7", "replay_verdict": "success"})})
         store.commit(REPLAYED, [credentials], parent=None, author="rule", message="induced")
         store.commit(REPLAYED, [replayed], parent=1, author="rule", message="replayed")
+        log_in = credentials.model_copy(update={"name": "log in", "provenance": Provenance(
+            part_of="close ticket", replay_verdict="with its whole: success (URL contains '/ticket/7')")})
+        whole = Workflow(
+            name="close ticket", description="As {username}, close ticket {ticket}", parameters=["username", "password", "ticket"],
+            steps=[call_step(log_in), step("click", "link", "#{ticket}"), step("click", "button", "Close")],
+            provenance=Provenance(replay_verdict="success (URL contains '/ticket/7')"),
+        )
+        store.commit(COMPOSED, [whole, log_in], parent=None, author="rule", message="induced with parts")
         for scope in (CLICKED, POSTED, ODD):
             store.commit(scope, [press_enter], parent=None, author="manual", message="seed")
             store.commit(scope, [press_enter, check], parent=1, author="neural", message="grew")
@@ -311,6 +321,23 @@ def test_a_version_and_a_diff_answer_with_messages_and_provenance(server: str) -
         ("enter_credentials", "replay_verdict", "", "success"),
     }  # ... and the provenance says what happened to it
     assert diff["versions"]["1"]["message"] == "induced" and diff["versions"]["2"]["message"] == "replayed"
+
+
+@pytest.mark.browser
+def test_a_workflow_built_on_another_shows_the_call_and_its_arguments(server: str, chromium) -> None:
+    page = chromium.new_page(viewport={"width": 1200, "height": 900})
+    page.goto(f"{server}/memory/scope/{COMPOSED}/versions/1")
+    whole = page.locator('section.workflow[data-name="close ticket"]')
+    first = whole.locator("table.steps tbody tr").first
+    assert first.locator("td.call").inner_text() == "the workflow log in"
+    assert "username = {username}, password = {password}" in first.inner_text()
+    # a verdict with the check's detail, and a part's "with its whole", are successes
+    assert whole.locator("dl.provenance .badge").get_attribute("class") == "badge success"
+    part = page.locator('section.workflow[data-name="log in"]')
+    assert part.locator("dl.provenance .badge").get_attribute("class") == "badge success"
+    assert "close ticket" in part.locator("dl.provenance").inner_text()  # part of
+    snap(page, "memory-composed")
+    page.close()
 
 
 @pytest.mark.browser

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from awm.induction.parts import part_ends
 from awm.induction.rule import induce_rule
+from awm.memory.composition import call_graph, expand, expand_all
 from awm.memory.view import merge_scopes
 from awm.memory.workflow import Workflow
 from awm.trajectory import Trajectory, load_trajectories
@@ -26,8 +27,13 @@ def _steps(workflow: Workflow) -> list[tuple[str, str, str]]:
 def test_a_trajectory_splits_where_a_form_was_submitted_and_where_the_goals_item_opened() -> None:
     workflows, _ = induce_rule(_template("change-priority"), admission="gt", parts=True)
     whole, login, open_ticket, change = workflows
-    assert whole.provenance.part_of == "" and len(whole.steps) == 9
+    assert whole.provenance.part_of == ""
     assert {w.provenance.part_of for w in (login, open_ticket, change)} == {whole.name}
+    # the whole is built on its parts: three calls, each passing its parameters on under their names
+    assert call_graph(workflows) == {whole.name: [login.name, open_ticket.name, change.name]}
+    assert [s.params for s in whole.steps] == [
+        {"username": "{username}", "password": "{password}"}, {"link": "{link}"}, {"priority": "{priority}"},
+    ]  # fmt: skip
     assert _steps(login) == [
         ("fill", "Username:", "{username}"), ("fill", "Password:", "{password}"), ("click", "Login", ""),
     ]  # fmt: skip
@@ -40,7 +46,10 @@ def test_a_trajectory_splits_where_a_form_was_submitted_and_where_the_goals_item
     # each part takes only its own parameters, bound from the same goal template as its whole
     assert (login.parameters, open_ticket.parameters, change.parameters) == (["username", "password"], ["link"], ["priority"])
     assert {w.description for w in workflows} == {whole.description}
-    assert induce_rule(_template("change-priority"), admission="gt")[0] == [whole]  # parts only when asked
+    # expanded, it is the workflow induced without parts (parts, and calls, only when asked)
+    [alone], _ = induce_rule(_template("change-priority"), admission="gt")
+    assert len(alone.steps) == 9 and not any(s.is_call for s in alone.steps)
+    assert expand(whole, {w.name: w for w in workflows}) == alone
 
 
 def test_an_information_workflow_ends_on_the_items_page_and_has_no_parts() -> None:
@@ -49,7 +58,7 @@ def test_an_information_workflow_ends_on_the_items_page_and_has_no_parts() -> No
 
 
 def test_no_page_no_parts() -> None:
-    [whole, *_], _ = induce_rule(_template("change-priority"), admission="gt", parts=True)
+    [whole], _ = induce_rule(_template("change-priority"), admission="gt")
     assert part_ends(whole, [""] * len(whole.steps)) == []
     assert part_ends(whole, ["/login"] * len(whole.steps)) == []  # one page: nothing left it
 
@@ -57,6 +66,9 @@ def test_no_page_no_parts() -> None:
 def test_two_templates_share_their_log_in_and_open_the_ticket_parts_in_a_site_view() -> None:
     priority, _ = induce_rule(_template("change-priority"), admission="gt", parts=True)
     milestone, _ = induce_rule(_template("set-milestone"), admission="gt", parts=True)
-    merged = merge_scopes([("sites/trac/change-priority", priority), ("sites/trac/set-milestone", milestone)])
+    # a site view expands each scope's calls within that scope's version before merging (`view_over_prefix`)
+    merged = merge_scopes(
+        [("sites/trac/change-priority", expand_all(priority)), ("sites/trac/set-milestone", expand_all(milestone))]
+    )
     assert len(merged) == 6  # two wholes, one log in, one open-the-ticket, two changes
     assert [len(w.steps) for w in merged] == [9, 3, 3, 3, 9, 3]

@@ -105,29 +105,32 @@ def test_same_steps_in_different_scopes_are_not_grouped():
     assert len(workflows) == 2
 
 
-def test_targetless_steps_keep_the_action_only_and_empty_trajectories_are_skipped():
+def test_scrolls_are_not_kept_and_empty_trajectories_are_skipped():
+    """A scroll only brought the next target into view (the executor finds it on the whole page), so
+    the episode that needed one and the episode that did not teach one workflow."""
+    link = TargetDesc(role="link", label="Reports")
     a = _traj(
         "a",
         [
             ("scroll", {"delta_x": 0, "delta_y": 200}, TargetDesc(role="main", label="page")),
+            ("click", {"bid": "12"}, link),
             ("send_msg_to_user", {"text": "42"}, None),
         ],
     )
-    b = _traj(
-        "b", [("scroll", {"delta_x": 0, "delta_y": 200}, None), ("send_msg_to_user", {"text": "7"}, None)]
-    )
+    b = _traj("b", [("click", {"bid": "7"}, link), ("send_msg_to_user", {"text": "7"}, None)])
+    only_scrolled = _traj("scrolled", [("scroll", {"delta_x": 0, "delta_y": 200}, None)])
     empty = _traj("empty", [])
     failed = Trajectory(
         trajectory_id="failed",
         task=Task(task_id="f", scope="s", benchmark="miniwob"),
         steps=[Step(index=0, outcome="parse_error", model_output="click(")],
     )
-    workflows, report = induce_rule([a, b, empty, failed])
+    workflows, report = induce_rule([a, b, only_scrolled, empty, failed])
     assert len(workflows) == 1
     # the answers (42, 7) are read off the page, not stated by the goal: the workflow ends before them
-    assert workflows[0].abstract_signature() == (("scroll", "", ""),)
-    assert [s.value for s in workflows[0].steps] == ["0, 200"]
-    assert report.skipped_empty == ["empty", "failed"]
+    assert workflows[0].abstract_signature() == (("click", "link", "reports"),)
+    assert workflows[0].provenance.trajectory_ids == ["a", "b"]
+    assert report.skipped_empty == ["scrolled", "empty", "failed"]
 
 
 def test_repeated_value_shares_one_placeholder_and_clashing_labels_get_suffixes():

@@ -153,6 +153,19 @@ def test_a_call_records_the_values_it_read_off_the_goal_apart_from_the_models(se
 
 
 @pytest.mark.browser
+def test_a_form_below_the_fold_that_the_prompt_left_out_is_found_without_a_scroll(
+    session: BrowserSession, base_url: str
+) -> None:
+    """A demonstration scrolled to reach the form; its workflow keeps no scroll (`VIEW_ONLY`) and still
+    runs: steps ground over the whole page, not the part of it the model's size budget kept."""
+    trajectory, _ = _call(session, _page_task(base_url, "wf_signin_below"), SIGN_IN, CALL)
+    model = trajectory.steps[0]
+    assert "link 'Entry 1'" in model.observation and "'Sign in'" not in model.observation  # the prompt never saw the form
+    [call] = trajectory.workflow_calls
+    assert call.completed, call.error
+
+
+@pytest.mark.browser
 def test_moved_fields_ground_by_label_not_position(session: BrowserSession, base_url: str) -> None:
     trajectory, _ = _call(session, _page_task(base_url, "wf_signin_moved"), SIGN_IN, CALL)
     [call] = trajectory.workflow_calls

@@ -4,7 +4,8 @@ Pure functions over a snapshot (`awm.grounding.snapshot.Element` list), so the r
 fixtures without a browser. Every answer says how it was reached (rule, score, candidates), because a
 trace that only says "clicked element 7" cannot be audited.
 
-Exact: only visible, enabled candidates whose role matches; a named label, name attribute or form must
+Exact: only visible, enabled candidates whose role matches (and whose row holds the target's row
+words, when it names some); a named label, name attribute or form must
 match exactly (case and spacing aside); with target text, an exact text match scores 100 and a
 substring 50 (no match rejects); the highest score wins and a tie is ambiguity, never a choice.
 Structural (recovery only), in order, and only when it answers unambiguously: narrow to the target's
@@ -58,7 +59,13 @@ def _in_scope(element: Element, scope: str) -> bool:
 
 
 def _eligible(elements: Sequence[Element], target: Target) -> list[Element]:
-    return [e for e in elements if e.visible and e.enabled and e.role == target.role]
+    """Visible, enabled elements of the target's role (inside a row that contains the target's `row`
+    words, when it names some: a hard filter like the role, never a score)."""
+    row = norm(target.row) if target.row is not None else None
+    return [
+        e for e in elements
+        if e.visible and e.enabled and e.role == target.role and (row is None or row in norm(e.row))
+    ]  # fmt: skip
 
 
 def text_score(element: Element, text: str) -> int:
@@ -123,7 +130,7 @@ def ground_structural(elements: Sequence[Element], target: Target) -> Resolution
 
 def _describe(target: Target) -> str:
     parts = [target.role]
-    for key in ("text", "label", "name", "form", "kind"):
+    for key in ("text", "label", "name", "form", "kind", "row"):
         value = getattr(target, key)
         if value is not None:
             parts.append(f"{key}={value!r}")

@@ -23,7 +23,8 @@ class Target(BaseModel):
 
     `text`: visible text (or value of an input button); `label`: the field's label (label[for], an
     enclosing label, or aria-label); `name`: the name attribute; `form`: a form id or a container's id
-    or text that encloses it; `kind`: ``submit`` for the control that submits its form.
+    or text that encloses it; `kind`: ``submit`` for the control that submits its form; `row`: words
+    the text of the element's row (list item, card) contains, for a control repeated in every row.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -34,6 +35,7 @@ class Target(BaseModel):
     name: str | None = None
     form: str | None = None
     kind: Literal["submit"] | None = None
+    row: str | None = None
 
 
 # --- postconditions: small composable checks on what the page shows -------------------------------

@@ -113,6 +113,7 @@ class Element(BaseModel):
     visible: bool = True
     enabled: bool = True
     submit: bool = False
+    row: str = ""  # the text of the row, list item or card it sits in (`Target.row`)
 
     def describe(self) -> str:
         words = self.text or self.label or self.name or self.id

@@ -37,6 +37,14 @@ TARGETLESS = frozenset(
     }
 )
 
+# Actions that change only which part of the page is in view. A workflow does not keep them: each of
+# its steps is grounded over the whole page, not the part in view (`workflow_run.page_elements`), and the
+# browser scrolls the element a step acts on into view first (Playwright does so before every action),
+# so what a scroll was for, bringing the next step's target into view, happens on replay without it. A
+# kept scroll acted on no element and made its workflow not executable; it also split one procedure
+# into two groups by whether the page happened to need scrolling.
+VIEW_ONLY = frozenset({"scroll"})
+
 _SPACE = re.compile(r"\s+")
 
 
@@ -50,6 +58,7 @@ class AbstractStep:
     value: str
     thought: str
     page: str = ""  # the path of the page it acted on (no query, no fragment): where a procedure's parts end
+    row: str = ""  # the text of the row, list item or card its element sat in (`TargetDesc.row`)
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -153,7 +162,8 @@ def abstract_step(step: Step, *, where: str = "") -> AbstractStep | None:
     """The abstract form of one step, or None if the step executed nothing or failed.
 
     Failed steps (outcome other than ``ok``) are dropped: they are noise a workflow should not teach.
-    A `run_workflow` call is dropped too: its sub-steps are steps of the trajectory and teach instead.
+    A `run_workflow` call is dropped too: its sub-steps are steps of the trajectory and teach instead;
+    so is a scroll (`VIEW_ONLY`).
     """
     if step.outcome != "ok":
         return None
@@ -161,7 +171,7 @@ def abstract_step(step: Step, *, where: str = "") -> AbstractStep | None:
     if action is None:
         return None
     name = action["name"]
-    if name == "run_workflow":
+    if name == "run_workflow" or name in VIEW_ONLY:
         return None  # the call's sub-steps (recorded as steps of their own) hold what it did
     target = step.target if (step.target is not None and name not in TARGETLESS) else TargetDesc()
     return AbstractStep(
@@ -171,6 +181,7 @@ def abstract_step(step: Step, *, where: str = "") -> AbstractStep | None:
         value=action_value(action),
         thought=step.thought.strip(),
         page=urlsplit(step.url).path if step.url else "",
+        row=_SPACE.sub(" ", target.row).strip(),
     )
 
 

@@ -4,7 +4,9 @@ Why: memory that grows by one near-copy per episode crowds the prompt and the re
 same routine. A candidate duplicates an existing workflow when its abstract steps are equal
 (`Workflow.abstract_signature`, no values, no ids) or, with an embedder, when its description is
 closer than a cosine threshold; then the existing workflow's provenance gains the candidate's
-trajectory ids and nothing else changes. Pure: the inputs are not modified.
+trajectory ids and nothing else changes. A candidate that calls another candidate
+(`awm.memory.composition`) then calls it by the name it has in the result. Pure: the inputs are not
+modified.
 """
 
 from __future__ import annotations
@@ -74,6 +76,7 @@ def merge_workflows(
         if workflow.steps:
             signatures.setdefault(workflow.abstract_signature(), i)
     names = {w.name for w in merged}
+    renamed: dict[str, str] = {}  # candidate name -> the name it has in the result, where they differ
     vectors: np.ndarray | None = None
     candidate_vectors: np.ndarray | None = None
     if embedder is not None and candidates:
@@ -102,6 +105,8 @@ def merge_workflows(
                 merged[index] = target.model_copy(update={"provenance": provenance})
                 if target.name not in report.updated and target.name not in report.added:
                     report.updated.append(target.name)
+            if target.name != candidate.name:
+                renamed[candidate.name] = target.name
             report.duplicates.append(
                 Duplicate(
                     candidate=candidate.name, existing=target.name, reason=reason, new_trajectory_ids=new_ids
@@ -121,4 +126,23 @@ def merge_workflows(
                 else candidate_vectors[c : c + 1]
             )
         report.added.append(name)
-    return merged, report
+        if name != candidate.name:
+            renamed[candidate.name] = name
+    return _calls_renamed(merged, renamed, report.added), report
+
+
+def _calls_renamed(workflows: list[Workflow], renamed: dict[str, str], added: Sequence[str]) -> list[Workflow]:
+    """The added workflows' calls (`awm.memory.composition`) pointed at where their callees went: a
+    callee folded into an existing workflow is called by that one's name, a renamed one by its new name."""
+    if not renamed:
+        return workflows
+    out = []
+    for workflow in workflows:
+        if workflow.name in added and any(s.is_call and s.value in renamed for s in workflow.steps):
+            steps = [
+                s.model_copy(update={"value": renamed[s.value]}) if s.is_call and s.value in renamed else s
+                for s in workflow.steps
+            ]
+            workflow = workflow.model_copy(update={"steps": steps})
+        out.append(workflow)
+    return out

@@ -51,6 +51,7 @@ from awm.induction.abstraction import (
     normalise,
 )
 from awm.induction.parts import split_parts
+from awm.memory.composition import compose_from_parts
 from awm.memory.workflow import (
     CASE_PARAMETER,
     CASE_WORDS,
@@ -115,6 +116,7 @@ class _StepPlan:
 
     value: str
     label: str
+    row: str = ""  # the row words template (`row_match`): "" when the goal names nothing in the row
     goal_parts: list[tuple[str, str]] = field(default_factory=list)  # (first member's goal text, name)
     thought_parts: list[tuple[str, str]] = field(default_factory=list)  # (text, replacement)
     names: list[str] = field(default_factory=list)
@@ -184,6 +186,51 @@ def match_label(labels: Sequence[str], goals: Sequence[str]) -> GoalMatch | None
             return None
         parts.append(part)
     return GoalMatch("", tuple(parts))
+
+
+_NAMING_WORD = re.compile(r"^(?:[A-Z]\w*|\S*\d\S*)$")  # a capitalised word or one holding a digit
+_PUNCTUATION = ".,;:!?()\"'“”‘’"
+
+
+def row_part(row: str, label: str, goal: str) -> str | None:
+    """The longest part of the goal that the row's text holds (pure): a quoted part, else a run of the
+    goal's words with a name or a number in it ("Alice Smith", "#42", "1.3"); None when there is none.
+    Words of the step's own label do not count (the row of an Edit link holds "Edit" too).
+
+    Why a goal can be read so on any site: a task that means one row of a list (the e-mail from Alice,
+    the Edit link of ticket #42) must say which, and rows are told apart by a name, a number or a
+    title, which the row shows; the words of the goal's own sentence are not capitalised (but its first)
+    and hold no digit, so they do not pass for the row's identity.
+    """
+    text = normalise(row)
+    if not text:
+        return None
+    own = set(normalise(label).split())
+    quoted = [p for p in quoted_parts(goal) if p.strip() and normalise(p) in text and normalise(p) not in own]
+    if quoted:
+        return max(quoted, key=len)
+    words = [w.strip(_PUNCTUATION) for w in goal.split()]
+    naming = [i > 0 and bool(_NAMING_WORD.match(w)) and normalise(w) not in own for i, w in enumerate(words)]
+    best: str | None = None
+    for start in range(len(words)):
+        for stop in range(start + 1, len(words) + 1):
+            run = words[start:stop]
+            part = " ".join(run)
+            if not all(run) or not naming[start] or not naming[stop - 1] or (best and len(part) <= len(best)):
+                continue
+            held = re.search(r"(?<!\w)" + re.escape(normalise(part)) + r"(?!\w)", text)
+            if held and _from_goal(part, goal):
+                best = part
+    return best
+
+
+def row_match(rows: Sequence[str], labels: Sequence[str], goals: Sequence[str]) -> GoalMatch | None:
+    """The part of every member's goal that its step's row holds (`row_part`), or None: what a control
+    repeated in every row (a star icon, an Edit link) is grounded by on a new goal's page."""
+    parts = [row_part(r, lab, g) for r, lab, g in zip(rows, labels, goals, strict=True)]
+    if not all(parts):
+        return None
+    return GoalMatch("", tuple(p for p in parts if p))
 
 
 @dataclass(frozen=True)
@@ -262,6 +309,13 @@ def _plan_steps(members: Sequence[AbstractTrajectory]) -> list[_StepPlan]:
             plan.label = f"{middle.prefix}{{{name}}}{middle.suffix}"
             plan.goal_parts.append((middle.match.parts[0], name))
             plan.thought_parts.append((step.label, plan.label))
+            plan.names.append(name)
+        if step.action in LABEL_ACTIONS and plan.label == step.label and (
+            row := row_match([m.steps[i].row for m in members], [m.steps[i].label for m in members], goals)
+        ):
+            name = name_for(("goal", row.parts), "row")
+            plan.row = "{" + name + "}"
+            plan.goal_parts.append((row.parts[0], name))
             plan.names.append(name)
         values = [m.steps[i].value for m in members]
         stated = match_value(values, goals, quoted_only=step.action in KEY_ACTIONS)
@@ -434,7 +488,7 @@ def workflow_from_group(members: Sequence[AbstractTrajectory], *, admission: str
             WorkflowStep(
                 reasoning=step_reasoning(step, plan),
                 action=step.action,
-                target=step.target.model_copy(update={"label": plan.label}),
+                target=step.target.model_copy(update={"label": plan.label, "row": plan.row}),
                 value=plan.value,
                 post=post,
             )
@@ -512,15 +566,44 @@ def induce_rule(
             continue
         workflow = workflow_from_group(members, admission=admission)
         ids = [m.trajectory_id for m in members]
-        taught = [workflow]
-        if parts:
-            taught += split_parts(workflow, members[0].steps, workflow_name)
-        for one in taught:
-            content = (scope, one.provenance.part_of != "", one.model_dump_json(exclude={"name", "provenance"}))
-            if content in workflows:
-                one = workflows[content]
-                one.provenance.trajectory_ids.extend(i for i in ids if i not in one.provenance.trajectory_ids)
-            else:
-                workflows[content] = one
-            report.groups.setdefault(one.name, []).extend(ids)
-    return list(workflows.values()), report
+        kept_parts = [
+            _kept(workflows, scope, part, ids, report)
+            for part in (split_parts(workflow, members[0].steps, workflow_name) if parts else [])
+        ]
+        # The whole calls the parts as kept (an equal part taught earlier keeps its own name).
+        _kept(workflows, scope, compose_from_parts(workflow, kept_parts), ids, report)
+    return _wholes_first(list(workflows.values())), report
+
+
+def _kept(workflows: dict[tuple, Workflow], scope: str, one: Workflow, ids: list[str], report: RuleReport) -> Workflow:
+    """`one`, or the equal workflow already emitted (which gains `ids` as teaching trajectories)."""
+    content = (scope, one.provenance.part_of != "", one.model_dump_json(exclude={"name", "provenance"}))
+    if content in workflows:
+        one = workflows[content]
+        one.provenance.trajectory_ids.extend(i for i in ids if i not in one.provenance.trajectory_ids)
+    else:
+        workflows[content] = one
+    report.groups.setdefault(one.name, []).extend(ids)
+    return one
+
+
+def _wholes_first(workflows: list[Workflow]) -> list[Workflow]:
+    """Each whole before its parts, in the order the groups came (a reader meets the routine before its
+    pieces; the parts were kept first only so that the whole could call them by their kept names)."""
+    order: list[Workflow] = []
+    placed: set[int] = set()
+
+    def place(workflow: Workflow) -> None:
+        if id(workflow) not in placed:
+            placed.add(id(workflow))
+            order.append(workflow)
+
+    for workflow in workflows:
+        if not workflow.provenance.part_of:
+            place(workflow)
+            for part in workflows:
+                if part.provenance.part_of == workflow.name:
+                    place(part)
+    for workflow in workflows:
+        place(workflow)
+    return order

@@ -153,6 +153,7 @@ def show_command(
 
     Example: awm memory show mind2web/aa --version 3 --json
     """
+    from awm.memory.composition import call_graph
     from awm.memory.health import health
 
     chosen = _writing_style(style, scope)
@@ -167,12 +168,19 @@ def show_command(
                 "version": snapshot.version,
                 "workflows": [w.model_dump(mode="json", exclude={"provenance"}) for w in snapshot.workflows],
                 "calls": {name: r.model_dump(exclude={"recent"}) for name, r in records.items()},
+                "call_graph": call_graph(snapshot.workflows),
             }
         )
         return
     typer.echo(f"# {scope} version {snapshot.version} ({snapshot.author}, {snapshot.created_at})")
     typer.echo("")
     typer.echo(render_workflows(snapshot.workflows, chosen), nl=False)
+    graph = call_graph(snapshot.workflows)
+    if graph:
+        typer.echo("")
+        typer.echo("# workflows built on workflows (caller -> the workflows it calls)")
+        for caller, names in graph.items():
+            typer.echo(f"{caller} -> {', '.join(names)}")
     if records:
         typer.echo("")
         typer.echo("# calls (every version of the scope, as run_workflow)")

@@ -42,6 +42,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import BaseModel, Field, ValidationError
 
 from awm.errors import AwmError, DataError, StoreConflictError
+from awm.memory.composition import check_calls
 from awm.memory.workflow import Workflow
 from awm.trajectory import utc_now
 
@@ -524,8 +525,8 @@ class WorkflowStore:
     ) -> MemoryVersion:
         """Append a version whose content is `workflows` and move the head to it, if the head is `parent`.
 
-        Raises `StoreConflictError` when the head is not `parent` (another writer got there first);
-        the store is then unchanged. Pass ``parent=None`` for a scope's first version.
+        Raises `StoreConflictError` when the head is not `parent` (another writer got there first), and
+        `CompositionError` when the workflows' calls form a cycle; the store is then unchanged. Pass ``parent=None`` for a scope's first version.
 
         Every workflow is serialised, so one changed in place is stored as it now is. With
         ``trust_unchanged=True`` a workflow object this instance returned or committed before is taken
@@ -537,6 +538,7 @@ class WorkflowStore:
         if not author.strip():
             raise AwmError("a commit needs an author (the induction mode, import, manual or rollback)")
         ids, bodies = self._content_keys(workflows, trust_unchanged)
+        check_calls(workflows)
         ids_json = '["' + '", "'.join(ids) + '"]' if ids else "[]"  # hex keys: json.dumps's text, faster
         prov = {"pid": os.getpid(), "host": socket.gethostname(), **(provenance or {})}
         created_at = utc_now()

@@ -23,7 +23,8 @@ WebArena style (steps are reasoning lines followed by one action call, separated
 
     click('[button] Sign in')
 
-Actions in WebArena style are literal function calls; they are parsed with `ast` and
+A step that calls another workflow (`awm.memory.composition`) is written as the agent writes the call,
+``run_workflow('log in', {'username': '{username}'})``. Actions in WebArena style are literal function calls; they are parsed with `ast` and
 `ast.literal_eval` (or `awm.actions.parse_action` where the action set accepts them), never evaluated.
 A bare element id (``click('42')``) names an element of the page the workflow was induced on, which
 means nothing on another page. It becomes a *hint*: the element the step's reasoning names in quotes
@@ -47,7 +48,7 @@ from pydantic import BaseModel, Field
 
 from awm.actions import ACTION_SETS, parse_action
 from awm.errors import ActionParseError, WorkflowParseError
-from awm.memory.workflow import PLACEHOLDER, Workflow, WorkflowStep
+from awm.memory.workflow import CALL_ACTION, PLACEHOLDER, Workflow, WorkflowStep
 from awm.trajectory import TargetDesc
 
 Style = Literal["mind2web", "webarena"]
@@ -125,9 +126,8 @@ def parameters_of(steps: list[WorkflowStep]) -> list[str]:
     """The placeholders of a workflow's steps, in order of first use, without repeats."""
     seen: dict[str, None] = {}
     for step in steps:
-        for text in (step.target.label, step.value):
-            for name in PARAMETER.findall(text):
-                seen.setdefault(name, None)
+        for name in step.placeholders():  # a call's arguments, not its callee's name
+            seen.setdefault(name, None)
     return list(seen)
 
 
@@ -142,6 +142,8 @@ def _render_mind2web_action(step: WorkflowStep) -> str:
 
 
 def _render_call(step: WorkflowStep) -> str:
+    if step.is_call:  # a call of another workflow, written as the agent's action writes it
+        return f"{CALL_ACTION}({step.value!r}, {step.params!r})"
     name = _TO_BROWSER.get(step.action, step.action)
     value = step.value
     if name in ELEMENT_ACTIONS:
@@ -252,7 +254,8 @@ def _literal_call(text: str) -> tuple[str, list[object], list[str]]:
         except (ValueError, TypeError, SyntaxError, RecursionError):
             raise ValueError(f"argument {ast.unparse(arg)!r} is not a literal") from None
         sources.append(ast.unparse(arg))
-    _check_against_action_set(call)
+    if call.func.id != CALL_ACTION:  # a call's name and arguments are checked by `_step_from_call`
+        _check_against_action_set(call)
     values = values[: len(call.args)]
     sources = sources[: len(call.args)]
     return call.func.id, values, sources
@@ -276,6 +279,13 @@ def _step_from_call(text: str) -> WorkflowStep:
     """One step from a call. A bare element id leaves the target empty with `_ID_TARGET` as its role,
     for the parser to replace with a hint from the step's reasoning (`hint_target`)."""
     name, values, sources = _literal_call(text)
+    if name == CALL_ACTION:
+        callee, params = (values + [None, None])[:2]
+        if len(values) > 2 or not isinstance(callee, str) or not callee.strip() or not isinstance(params, dict):
+            raise ValueError(f"expected {CALL_ACTION}('workflow name', {{'parameter': 'value', ...}})")
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in params.items()):
+            raise ValueError(f"{CALL_ACTION}(): parameter names and values must be strings")
+        return WorkflowStep(action=CALL_ACTION, value=callee, params=params)
     if name in ELEMENT_ACTIONS:
         if not values:
             raise ValueError(f"{name}() needs an element as its first argument")

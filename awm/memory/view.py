@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from awm.errors import AwmError
+from awm.memory.composition import expand_all
 from awm.memory.embeddings import Embedder, normalise
 from awm.memory.retrieval import workflow_text
 from awm.memory.store import WorkflowStore
@@ -128,7 +129,8 @@ def view_over_prefix(
     `exclude` leaves one scope out (a site-scope arm reads only the site's *other* templates).
 
     `versions` holds each scope's head version and `version` is None: no single version describes the
-    view. No scope under the prefix yet: an empty view, not an error.
+    view. A workflow's calls to others (`awm.memory.composition`) are expanded within its own scope's
+    version before the merge, since a merged view may rename or drop the callee. No scope under the prefix yet: an empty view, not an error.
     """
     prefix = prefix.rstrip("/")
     if not prefix:
@@ -141,7 +143,7 @@ def view_over_prefix(
         head = store.head(scope)
         if head is None:  # cannot happen (a listed scope has a head, and heads are never removed)
             continue
-        heads.append((scope, head.workflows))
+        heads.append((scope, expand_all(head.workflows)))  # calls resolve within their own version
         versions[scope] = head.version
     return MemoryView(
         scope=prefix,

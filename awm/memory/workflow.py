@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from awm.trajectory import TargetDesc, utc_now
 
@@ -17,8 +17,9 @@ InductionMode = Literal["neural", "rule", "import", "manual"]
 # "MYRON" -> ``{text|upper}``. ``{text|case}`` takes the transform from the goal too: the value of the
 # parameter ``case`` (enter-text-2 says "in all upper case letters" on one seed, "lower" on the next).
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)(?:\|(?:lower|upper|strip|title|case))?\}")
-_PLACEHOLDER_PARTS = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)(?:\|(lower|upper|strip|title|case))?\}")
+PLACEHOLDER_PARTS = re.compile(r"\{([A-Za-z_][A-Za-z0-9_-]*)(?:\|(lower|upper|strip|title|case))?\}")
 CASE_PARAMETER = "case"
+CALL_ACTION = "run_workflow"  # a step that calls another workflow (`awm.memory.composition`)
 CASE_WORDS = ("upper", "lower")
 Transform = Literal["lower", "upper", "strip", "title"]
 TRANSFORMS: dict[str, Callable[[str], str]] = {
@@ -49,6 +50,10 @@ class WorkflowStep(BaseModel):
     ``press``, ``send_msg_to_user``... or Mind2Web's ``CLICK``/``TYPE``/``SELECT``). `value` may hold
     ``{placeholders}``. The target is a role plus label, never a raw element id. `post`, when set, is
     checked after the step runs as part of an executable workflow (`run_workflow`).
+
+    A step may call another workflow of the same memory version (`awm.memory.composition`): action
+    ``run_workflow``, `value` the callee's name, `params` the callee's parameters as text that may hold
+    this workflow's placeholders (``{"username": "{username}"}``).
     """
 
     reasoning: str = ""
@@ -56,9 +61,26 @@ class WorkflowStep(BaseModel):
     target: TargetDesc = Field(default_factory=TargetDesc)
     value: str = ""
     post: StepCheck | None = None
+    params: dict[str, str] = Field(default_factory=dict)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_params(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """No ``params`` key on a step that calls nothing: a workflow's body (its content address in the
+        memory store) stays what it was before steps could call workflows."""
+        data = handler(self)
+        if not self.params:
+            data.pop("params", None)
+        return data
+
+    @property
+    def is_call(self) -> bool:
+        return self.action == CALL_ACTION
 
     def placeholders(self) -> list[str]:
+        if self.is_call:  # the callee's name is no template (it may hold braces), its arguments are
+            return [name for text in self.params.values() for name in PLACEHOLDER.findall(text)]
         found = PLACEHOLDER.findall(self.value) + PLACEHOLDER.findall(self.target.label)
+        found += PLACEHOLDER.findall(self.target.row)
         return found + (PLACEHOLDER.findall(self.post.value) if self.post is not None else [])
 
 
@@ -88,8 +110,11 @@ class Workflow(BaseModel):
     provenance: Provenance = Field(default_factory=Provenance)
 
     def abstract_signature(self) -> tuple[tuple[str, str, str], ...]:
-        """The steps without values or ids: used to detect duplicates."""
-        return tuple((s.action.lower(), s.target.role.lower(), s.target.label.lower()) for s in self.steps)
+        """The steps without values or ids (a call: the callee's name): used to detect duplicates."""
+        return tuple(
+            (s.action.lower(), s.target.role.lower(), (s.value if s.is_call else s.target.label).lower())
+            for s in self.steps
+        )
 
 
 def bind_parameters(workflow: Workflow, goal: str) -> dict[str, str]:
@@ -141,7 +166,7 @@ def fill_placeholders(text: str, values: dict[str, str], *, transforms: bool = T
             return TRANSFORMS[named](value) if named in CASE_WORDS else value
         return TRANSFORMS[transform](value)
 
-    return _PLACEHOLDER_PARTS.sub(one, text)
+    return PLACEHOLDER_PARTS.sub(one, text)
 
 
 def instantiate(workflow: Workflow, values: dict[str, str], *, transforms: bool = True) -> Workflow:
@@ -156,10 +181,13 @@ def instantiate(workflow: Workflow, values: dict[str, str], *, transforms: bool 
     steps = [
         step.model_copy(
             update={
-                "value": fill(step.value),
+                "value": step.value if step.is_call else fill(step.value),
                 "reasoning": fill(step.reasoning),
-                "target": step.target.model_copy(update={"label": fill(step.target.label)}),
+                "target": step.target.model_copy(
+                    update={"label": fill(step.target.label), "row": fill(step.target.row)}
+                ),
                 "post": step.post.model_copy(update={"value": fill(step.post.value)}) if step.post else None,
+                "params": {name: fill(text) for name, text in step.params.items()},
             }
         )
         for step in workflow.steps

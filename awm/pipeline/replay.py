@@ -23,6 +23,7 @@ from awm.errors import DataError
 from awm.evaluation.success import is_success
 from awm.files import write_text_atomic
 from awm.induction.abstraction import AbstractStep, abstract_trajectory
+from awm.memory.composition import CompositionError, expand
 from awm.memory.workflow import PLACEHOLDER, Workflow, WorkflowStep, bind_parameters
 from awm.trajectory import Trajectory
 from awm.webarena.env import BrowserSession
@@ -186,6 +187,7 @@ def verify_candidates(
     provenance), and one line per refused candidate saying which sub-step broke or why. A part
     (`Provenance.part_of`) is a slice of its whole's run: admitted when its whole is, with its replay."""
     by_id = {t.trajectory_id: t for t in batch}
+    library = {w.name: w for w in candidates}
     passed: list[Workflow] = []
     refused: list[str] = []
     for workflow in candidates:
@@ -195,7 +197,12 @@ def verify_candidates(
         if source is None:
             refused.append(f"{workflow.name}: its source trajectory is not in this batch")
             continue
-        ok, reason, replay_id = gate.check(workflow, source)
+        try:
+            runnable = expand(workflow, library)  # a whole that calls its parts replays their steps
+        except CompositionError as exc:
+            refused.append(f"{workflow.name}: {exc}")
+            continue
+        ok, reason, replay_id = gate.check(runnable, source)
         provenance = workflow.provenance.model_copy(update={"replay_trajectory_id": replay_id, "replay_verdict": reason})
         if ok:
             passed.append(workflow.model_copy(update={"provenance": provenance}))

@@ -76,6 +76,7 @@ class Line:
     is_text: bool = False
     hint: str = ""  # the DOM-attribute description shown for an unnamed element
     spelled: bool = False  # text drawn one character at a time, joined into one word (`join_spelled`)
+    row: str = ""  # an element's row, list item or card: its text (`TargetDesc.row`)
 
 
 @dataclass
@@ -154,6 +155,10 @@ def dom_hints(dom: PageDom | None) -> dict[str, str]:
 # somewhere); their plain text is left out. Measured on the arena's pages (`scripts/bench_sites.py
 # --observe`): the one pruning that takes words a task never asks about and nothing a task acts on.
 BOILERPLATE_ROLES = frozenset({"contentinfo"})
+# Containers that make one item of a list: a table row, a list item, a card (`article`). The text of the
+# nearest one is each element's `row`, what a workflow grounds a repeated control by (the Edit link of
+# one ticket, the star of one e-mail).
+ROW_ROLES = frozenset({"row", "listitem", "article"})
 
 
 class _Builder:
@@ -172,6 +177,7 @@ class _Builder:
         self.nodes = axtree.get("nodes", [])
         self.prune = prune  # a page footer's words are left out (`BOILERPLATE_ROLES`)
         self.in_boilerplate = 0  # depth of boilerplate regions around the node being walked
+        self.rows: list[str] = []  # the texts of the rows (`ROW_ROLES`) around the node being walked
         self.figures = figures or {}  # bid -> "small black digit" (`awm.webarena.figures`)
         self.text_ids = text_ids  # blocks of text carry their ids (`TEXT_BLOCK_ROLE`)
         self.by_id = {node["nodeId"]: node for node in self.nodes}
@@ -332,8 +338,13 @@ class _Builder:
                 covered = name
         boilerplate = self.prune and role in BOILERPLATE_ROLES and not ignored
         self.in_boilerplate += boilerplate
+        row = role in ROW_ROLES and not ignored and not hidden
+        if row:
+            self.rows.append(sanitize_text(self.subtree_text(node, 200), self.name_chars))
         for child in self.children(node):
             self.walk(child, frame, hidden, offscreen, covered)
+        if row:
+            self.rows.pop()
         self.in_boilerplate -= boilerplate
 
     def emit_text(self, text: str, frame: str, offscreen: bool) -> None:
@@ -404,9 +415,11 @@ class _Builder:
                 text += ", options: " + " | ".join(shown) + more
         if flags:
             text += ", " + ", ".join(flags)
+        # Its row: the enclosing row, list item or card, else (an unlabelled icon) the element it is inside.
+        row = self.rows[-1] if self.rows else sanitize_text(within, self.name_chars) if not label else ""
         line = Line(
             text=text, frame=frame, bid=bid, role=shown_role, label=label, key=f"{shown_role}:{label}:{bid}",
-            value=value, flags=tuple(flags), offscreen=offscreen, hint=hint,
+            value=value, flags=tuple(flags), offscreen=offscreen, hint=hint, row=row,
         )  # fmt: skip
         self.lines.append(line)
         return label_source
@@ -556,7 +569,7 @@ def build_observation(
         )
     text = "\n".join(body)
     ids = [line.bid for line in kept if line.bid]
-    elements = {line.bid: TargetDesc(role=line.role, label=line.label) for line in lines if line.bid}
+    elements = {line.bid: TargetDesc(role=line.role, label=line.label, row=line.row) for line in lines if line.bid}
     return Observation(
         text=text, ids=ids, elements=elements, lines=lines, focused_bid=focused_bid or "",
         omitted=omitted, tokens=estimate_tokens(text), dialogs=builder.dialogs,

@@ -23,6 +23,7 @@ from awm.grounding.executor import ActionFailed, ExecutorConfig, StepReport, Tar
 from awm.grounding.ground import norm
 from awm.grounding.model import Target
 from awm.grounding.snapshot import Element
+from awm.memory.composition import CompositionError, expand
 from awm.memory.view import MemoryView
 from awm.memory.workflow import Workflow, WorkflowStep, bind_parameters, instantiate
 from awm.trajectory import Approval, Step, StepOutcome, TargetDesc, WorkflowCall
@@ -67,6 +68,8 @@ def not_executable(workflow: Workflow) -> str | None:
     for number, step in enumerate(workflow.steps, start=1):
         if step.action in ENDING_ACTIONS and number == len(workflow.steps) > 1:
             continue  # the answer after the steps that found it (an ending alone is no routine)
+        if step.is_call:
+            return f"step {number} calls {step.value!r}, which its memory version does not resolve"
         if step.action not in EXECUTABLE_ACTIONS:
             return f"step {number} is {step.action!r}, which acts on no element"
         if not step.target.role.strip():
@@ -79,7 +82,7 @@ class CallableWorkflow(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    workflow: Workflow  # as stored
+    workflow: Workflow  # as stored, its calls to other workflows expanded (`awm.memory.composition`)
     bound: dict[str, str]  # placeholder values read off the goal (`bind_parameters`)
     open: tuple[str, ...]  # parameters the call must give, in the workflow's order
 
@@ -102,8 +105,13 @@ def callable_workflows(view: MemoryView | None, goal: str) -> dict[str, Callable
     and the parser must all agree on which parameters a call gives."""
     if view is None or view.use != "executable":
         return {}
+    library = {w.name: w for w in view.workflows}
     out: dict[str, CallableWorkflow] = {}
-    for workflow in view.workflows:
+    for stored in view.workflows:
+        try:
+            workflow = expand(stored, library)  # a call to another workflow runs as that one's steps
+        except CompositionError:
+            continue
         if workflow.name in out or not_executable(workflow) is not None:
             continue
         bound = bind_parameters(workflow, goal)
@@ -123,21 +131,24 @@ def call_text(callable_workflow: CallableWorkflow) -> str:
 
 
 def page_elements(page: PageState) -> list[Element]:
-    """The observation's elements (the ids the model may act on) as grounding sees them: role and label."""
+    """Every element of the observation's page as grounding sees them (role and label), in page order:
+    also those the prompt's size budget left out. A workflow step is not read by the model, so the
+    budget does not bind it, and a target below the fold is found where it is (the browser scrolls it
+    into view to act on it): what a demonstration's scroll step was for (`abstraction.VIEW_ONLY`)."""
     out = []
-    for bid in page.ids:
-        desc = page.elements.get(bid)
-        if desc is None or not desc.role:
+    for bid, desc in page.elements.items():
+        if not desc.role:
             continue
-        out.append(Element(ref=bid, tag="", role=desc.role, text=desc.label, label=desc.label))
+        out.append(Element(ref=bid, tag="", role=desc.role, text=desc.label, label=desc.label, row=desc.row))
     return out
 
 
 def step_target(step: WorkflowStep) -> Target:
-    """A workflow step's target for grounding: its role, and its label as the text to match (exact text
-    scores over a substring, so 'Password' does not pick 'Verify password')."""
+    """A workflow step's target for grounding: its role, its label as the text to match (exact text
+    scores over a substring, so 'Password' does not pick 'Verify password') and its row's words."""
     label = " ".join(step.target.label.split())
-    return Target(role=step.target.role.strip(), text=label or None)
+    row = " ".join(step.target.row.split())
+    return Target(role=step.target.role.strip(), text=label or None, row=row or None)
 
 
 def step_action(step: WorkflowStep, bid: str) -> Action:
@@ -155,8 +166,10 @@ def _holds(page: PageState, bid: str, step: WorkflowStep) -> bool:
         return True
     if check.kind == "url_contains":
         return check.value in page.url
-    if check.kind == "text_appears":
-        return norm(check.value) in norm(page.text)
+    if check.kind == "text_appears":  # anywhere on the page, also where the prompt's size budget cut it
+        wanted = norm(check.value)
+        shown = page.snapshot.shown.values() if page.snapshot is not None else ()
+        return wanted in norm(page.text) or any(wanted in norm(line) for line in shown)
     control = page.snapshot.controls.get(bid) if page.snapshot is not None else None
     shown = (control.value or "") if control is not None else ""
     return shows_masked(shown, check.value) or norm(shown) == norm(check.value)
