@@ -100,9 +100,22 @@ def _flat(row: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+# A text cell a spreadsheet would read as a formula: recorded text comes from pages, goals and model output,
+# and `=HYPERLINK(...)` in a task's goal must stay text when a researcher opens the CSV (OWASP's advice).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A value as a CSV cell: text that starts like a formula gets a leading apostrophe; numbers stay."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def csv_text(rows: list[dict[str, Any]]) -> str:
-    """Rows as CSV (the stdlib writer): one line per row, the union of their columns in first-seen order."""
-    flat = [_flat(r) for r in rows]
+    """Rows as CSV (the stdlib writer): one line per row, the union of their columns in first-seen order,
+    text that a spreadsheet would run as a formula guarded (`csv_cell`)."""
+    flat = [{k: csv_cell(v) for k, v in _flat(r).items()} for r in rows]
     columns = list(dict.fromkeys(k for r in flat for k in r))
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=columns, restval="", lineterminator="\n")
