@@ -89,6 +89,10 @@ def test_clicking_an_episode_shows_its_steps_with_loaded_screenshots(served: tup
     first = page.locator("section.step").first.inner_text()
     assert "fill('16', 'cierra')" in first and "textbox 'Username'" in first and "ok" in first
     assert "reward 1" in page.locator(".episode-facts").inner_text()
+    # the page after the last action (the judge's end state), recorded by the harness, one click away
+    assert "login-user.html" in page.locator("#final-page + p").inner_text()
+    page.click("details.final-page summary")
+    assert page.locator("details.final-page pre").inner_text().strip()
     snap(page, "episode")
     page.close()
 

@@ -25,6 +25,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 from awm.errors import AwmError
 from awm.pipeline.summary import live_facts, summarize_episode
 from awm.traces.db import EpisodeRow, RunDatabase, StepRow
+from awm.trajectory import Trajectory
 
 from .catalog import Catalog, Folder, NotServed, arm_place, file_in
 from .memory_pages import version_url
@@ -268,7 +269,22 @@ def episode_view_data(
         "step_counts": step_counts(row.model_steps, row.sub_steps), "tree": tree, "call_values": values,
         "shots": shots, "memory_url": memory_url, "workflows_used": trajectory.workflows_used,
         "live_facts": live_facts(summary) if live else [], "embedded": embed,
+        "final_page": _final_page(trajectory),
     }  # fmt: skip
+
+
+class FinalPage(BaseModel):
+    """The page after the episode's last action, as the harness recorded it (`meta["final_observation"]`)."""
+
+    url: str
+    text: str
+
+
+def _final_page(trajectory: Trajectory) -> FinalPage | None:
+    text, url = trajectory.meta.get("final_observation"), trajectory.meta.get("final_url")
+    if not isinstance(text, str) or not text:
+        return None  # recorded before the harness kept it, or the episode never opened a page
+    return FinalPage(url=url if isinstance(url, str) else "", text=text)
 
 
 class StepShot(BaseModel):

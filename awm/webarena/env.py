@@ -315,6 +315,7 @@ class BrowserSession:
         self._pids: set[int] = set()
         self._broken = False
         self._goal = ""
+        self.last_page: PageState | None = None  # the latest observation (the harness clears it per episode)
 
     # --- lifecycle -------------------------------------------------------------------------------
     @property
@@ -537,6 +538,7 @@ class BrowserSession:
         return self._page_state(self._obs)
 
     def _page_state(self, obs: dict[str, Any]) -> PageState:
+        """The observation as the policy sees it; kept as `last_page` (what the episode's final page is)."""
         dom = parse_dom(obs.get("dom_object"))  # once: the observation's hints and figures, the page's HTML
         built = build_observation(
             obs.get("axtree_object") or {},
@@ -552,13 +554,14 @@ class BrowserSession:
         shot = obs.get("screenshot") if self.config.screenshots else None
         page = (dom, obs.get("extra_element_properties")) if self.config.pages and dom is not None else None
         redact = self.secrets.redact  # a page that shows a typed secret back shows its placeholder
-        return PageState(
+        self.last_page = PageState(
             text=redact(built.text), ids=built.ids, elements=built.elements, url=redact(url), goal=self._goal,
             fingerprint=snapshot.digest(),
             last_action_error=redact(sanitize_text(obs.get("last_action_error"), 400)),
             screenshot=shot, snapshot=snapshot, dom=page, secrets=self.secrets,
             properties=obs.get("extra_element_properties") or {},
         )  # fmt: skip
+        return self.last_page
 
     def mark_broken(self) -> None:
         """Make the next reset start a clean browser (after a crash the harness noticed)."""

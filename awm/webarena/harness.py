@@ -350,6 +350,7 @@ def run_episode(
     end: EpisodeEnd = "max_steps"
     feedback = ""
     seen: dict[tuple[str, str], int] = {}
+    session.last_page = None  # no page of an earlier episode passes for this one's final page
     try:
         page = session.reset(task)
     except EnvCrashError as exc:
@@ -564,6 +565,12 @@ def _control_for(session: BrowserSession, action: Action) -> ControlInfo | None:
 
 def _finish(trajectory: Trajectory, end: EpisodeEnd, session: BrowserSession, started: float) -> Trajectory:
     trajectory = _finished(trajectory, end, session, started)
+    final = session.last_page if end != "env_error" else None
+    if final is not None:
+        # The page after the last action (the loop observes after every step, so it is at hand): what the
+        # judge reads (`evidence.final_page`) and the episode page shows as the episode's end state.
+        trajectory.meta["final_observation"] = final.text
+        trajectory.meta["final_url"] = final.url
     return session.secrets.redact_model(trajectory)
 
 
