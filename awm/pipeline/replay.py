@@ -23,7 +23,7 @@ from awm.errors import DataError
 from awm.evaluation.success import is_success
 from awm.files import write_text_atomic
 from awm.induction.abstraction import AbstractStep, abstract_trajectory
-from awm.memory.composition import CompositionError, expand
+from awm.memory.composition import CompositionError, callees, expand
 from awm.memory.workflow import PLACEHOLDER, Workflow, WorkflowStep, bind_parameters
 from awm.trajectory import Trajectory
 from awm.webarena.env import BrowserSession
@@ -185,7 +185,8 @@ def verify_candidates(
 ) -> tuple[list[Workflow], list[str]]:
     """The candidates whose replay on their source trajectory succeeded (with the replay in their
     provenance), and one line per refused candidate saying which sub-step broke or why. A part
-    (`Provenance.part_of`) is a slice of its whole's run: admitted when its whole is, with its replay."""
+    (`Provenance.part_of`) is a slice of its whole's run: admitted when its whole is, or when another
+    admitted whole calls it (one part taught by two templates), with that replay."""
     by_id = {t.trajectory_id: t for t in batch}
     library = {w.name: w for w in candidates}
     passed: list[Workflow] = []
@@ -209,8 +210,9 @@ def verify_candidates(
         else:
             refused.append(f"{workflow.name}: {reason}")
     wholes = {w.name: w.provenance for w in passed}
+    calling = {callee: w.provenance for w in passed for callee in callees(w)}  # a part kept once, called by several
     for part in (w for w in candidates if w.provenance.part_of):
-        whole = wholes.get(part.provenance.part_of)
+        whole = wholes.get(part.provenance.part_of) or calling.get(part.name)
         if whole is None:
             refused.append(f"{part.name}: a part of '{part.provenance.part_of}', which was not admitted")
             continue
