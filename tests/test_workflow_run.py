@@ -61,6 +61,8 @@ def test_run_workflow_parses_with_its_open_parameters_and_renders_back() -> None
         ("run_workflow('sign in', {})", "wrong_arity", "needs parameter(s) 'password'"),
         ("run_workflow('search', {'q': 'x'})", "bad_argument", "no parameters"),
         ("run_workflow('sign in', {'password': open('x')})", "non_literal", "quoted string"),
+        ("run_workflow('sign in', {'password': '...'})", "bad_argument", "'password' is '...', which is no value"),
+        ("run_workflow('sign in', {'password': ' '})", "bad_argument", "which is no value"),
     ],
 )
 def test_run_workflow_calls_are_held_to_the_catalog(text: str, kind: str, words: str) -> None:

@@ -55,6 +55,11 @@ def _no_action_message(action_set: str) -> str:
     )
 
 
+# What a call's parameter holds when the model copied the prompt's pattern instead of a value (measured on
+# the arena: `run_workflow(..., {'link': '...'})` three times in one episode, each grounding '...').
+_NO_VALUE = frozenset({"", "...", "…", "value", "'...'"})
+
+
 def _check_workflow_call(args: dict[str, ArgValue], workflows: WorkflowCatalog) -> None:
     """Hold a `run_workflow` call to the episode's workflows: a known name, exactly its open parameters."""
     name = str(args["name"])
@@ -82,6 +87,13 @@ def _check_workflow_call(args: dict[str, ArgValue], workflows: WorkflowCatalog) 
             "wrong_arity",
             f"workflow {name!r} needs parameter(s) {', '.join(repr(m) for m in missing)}: "
             f"run_workflow({name!r}, {{{shown}}})",
+        )
+    blank = [k for k, v in params.items() if str(v).strip() in _NO_VALUE]
+    if blank:
+        raise ActionParseError(
+            "bad_argument",
+            f"workflow {name!r}: {blank[0]!r} is {params[blank[0]]!r}, which is no value; give the text the "
+            f"goal names for it (e.g. a quoted name), or act on the page yourself",
         )
 
 
