@@ -36,3 +36,6 @@ def test_a_page_without_a_month_title_shows_no_calendar_and_a_value_without_digi
     assert day_link(calendar_page(["Holidays"]), 1) is None
     assert date_asked("03/17/2016") == date(2016, 3, 17) and date_asked("March 17, 2016") == date(2016, 3, 17)
     assert date_asked("soon") is None and date_asked("17 apples and 3") is None
+    assert date_asked("2016-03-17") == date(2016, 3, 17) and date_asked("17.03.2016") == date(2016, 3, 17)
+    # a number is not a date (a read-only quantity field must not start a calendar search)
+    assert [date_asked(v) for v in ("3", "42", "3.5", "1,200", "May")] == [None] * 5

@@ -44,10 +44,17 @@ _NAV_ROLES = frozenset({"link", "button", "clickable"})
 MAX_MONTHS = 36  # how far a calendar is paged before giving up
 
 
+# What makes a value a date and not a number: a month's name, or numbers joined as dates join them.
+_MONTH_WORD = re.compile(r"(?<![a-z])(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?(?![a-z])", re.IGNORECASE)
+_NUMERIC_DATE = re.compile(r"(?<!\d)(?:\d{1,4}[/-]\d{1,2}(?:[/-]\d{1,4})?|\d{1,2}\.\d{1,2}\.\d{2,4})(?!\d)")
+
+
 def date_asked(value: str) -> date | None:
-    """The date a `fill` value names ('03/17/2016', 'March 17, 2016'), or None when it names none."""
+    """The date a `fill` value names ('03/17/2016', 'March 17, 2016', '2016-03-17'), or None when it names
+    none. A bare number ('3', '42', '3.5') is not a date, though a date parser reads one as a day: a
+    read-only numeric field (a quantity, a score) then started a calendar search for March 3rd."""
     text = value.strip()
-    if not re.search(r"\d", text):
+    if not re.search(r"\d", text) or not (_MONTH_WORD.search(text) or _NUMERIC_DATE.search(text)):
         return None
     try:
         return date_parser.parse(text, default=datetime(2000, 1, 1)).date()
