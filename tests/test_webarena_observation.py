@@ -305,6 +305,29 @@ def test_a_word_drawn_a_letter_at_a_time_is_one_line_and_labels_nothing():
     assert tree.build().text.splitlines() == ["LO4e", "[19] textbox", "x"]
 
 
+def test_a_column_of_one_letter_cells_stays_one_value_a_cell() -> None:
+    """A grades table (A, B, A) is three values, not the word "ABA"."""
+    tree = Tree()
+    table = tree.add(tree.root, "table", "Grades")
+    tree.text(tree.add(tree.add(table, "row", "Grade"), "columnheader", "Grade"), "Grade")
+    for grade in "ABA":
+        tree.text(tree.add(tree.add(table, "row", grade), "cell", grade), grade)
+    assert tree.build().text.splitlines() == ["Grade", "A", "B", "A"]
+
+
+def test_an_element_in_a_row_records_the_rows_text() -> None:
+    """What a workflow grounds a repeated control by (`TargetDesc.row`): the Edit link of one ticket."""
+    tree = Tree()
+    for ticket, bid in (("#41 Login fails", "5"), ("#42 Crash on save", "7")):
+        row = tree.add(tree.root, "row", "")
+        tree.text(tree.add(row, "cell", ""), ticket)
+        tree.text(tree.add(tree.add(row, "cell", ""), "link", "Edit", bid=bid), "Edit")
+    tree.add(tree.root, "link", "Home", bid="9")
+    elements = tree.build().elements
+    assert (elements["5"].label, elements["5"].row) == ("Edit", "#41 Login fails Edit")
+    assert elements["7"].row == "#42 Crash on save Edit" and elements["9"].row == ""
+
+
 def test_a_script_slider_is_a_slider_line_with_the_number_after_it_as_its_value():
     """A box with one nameless focusable handle, three handles long at least (jQuery UI's slider), is a
     slider; an icon button's box around its icon is not (measured on use-slider: shown as a bare

@@ -77,6 +77,7 @@ class Line:
     hint: str = ""  # the DOM-attribute description shown for an unnamed element
     spelled: bool = False  # text drawn one character at a time, joined into one word (`join_spelled`)
     row: str = ""  # an element's row, list item or card: its text (`TargetDesc.row`)
+    in_cell: bool = False  # a text line inside a table cell (`CELL_ROLES`): a value of its own, never spelled
 
 
 @dataclass
@@ -159,6 +160,9 @@ BOILERPLATE_ROLES = frozenset({"contentinfo"})
 # nearest one is each element's `row`, what a workflow grounds a repeated control by (the Edit link of
 # one ticket, the star of one e-mail).
 ROW_ROLES = frozenset({"row", "listitem", "article"})
+# A table's cells: a one-letter text in one is a value of its own (a grade, a size), not a letter of a
+# word drawn one box at a time (`join_spelled`).
+CELL_ROLES = frozenset({"cell", "gridcell", "columnheader", "rowheader"})
 
 
 class _Builder:
@@ -178,6 +182,7 @@ class _Builder:
         self.prune = prune  # a page footer's words are left out (`BOILERPLATE_ROLES`)
         self.in_boilerplate = 0  # depth of boilerplate regions around the node being walked
         self.rows: list[str] = []  # the texts of the rows (`ROW_ROLES`) around the node being walked
+        self.in_cell = 0  # depth of table cells (`CELL_ROLES`) around the node being walked
         self.figures = figures or {}  # bid -> "small black digit" (`awm.webarena.figures`)
         self.text_ids = text_ids  # blocks of text carry their ids (`TEXT_BLOCK_ROLE`)
         self.by_id = {node["nodeId"]: node for node in self.nodes}
@@ -341,14 +346,19 @@ class _Builder:
         row = role in ROW_ROLES and not ignored and not hidden
         if row:
             self.rows.append(sanitize_text(self.subtree_text(node, 200), self.name_chars))
+        cell = role in CELL_ROLES
+        self.in_cell += cell
         for child in self.children(node):
             self.walk(child, frame, hidden, offscreen, covered)
+        self.in_cell -= cell
         if row:
             self.rows.pop()
         self.in_boilerplate -= boilerplate
 
     def emit_text(self, text: str, frame: str, offscreen: bool) -> None:
-        self.lines.append(Line(text=text, frame=frame, key=f"text:{text}", offscreen=offscreen, is_text=True))
+        self.lines.append(Line(
+            text=text, frame=frame, key=f"text:{text}", offscreen=offscreen, is_text=True, in_cell=self.in_cell > 0,
+        ))  # fmt: skip
 
     def emit_figure(self, node: dict[str, Any], bid: str, frame: str, offscreen: bool, clickable: bool) -> None:
         """An SVG figure: a `clickable` line when it takes clicks, else a `figure` text line; either way
@@ -429,7 +439,8 @@ class _Builder:
         """Join runs of one-character text lines into one word: a page that draws a word a letter at a
         time (each letter its own box, as a captcha or an animated headline does) otherwise shows one
         letter a line, and the field below took the last letter as its label. Why: measured on
-        text-transform, the model saw ``L``, ``O``, ``4`` and a field labelled 'e', and typed 'e'."""
+        text-transform, the model saw ``L``, ``O``, ``4`` and a field labelled 'e', and typed 'e'. A
+        letter in a table cell stays alone: a column of grades (A, B, A) is three values, not a word."""
         out: list[Line] = []
         run: list[Line] = []
 
@@ -445,7 +456,7 @@ class _Builder:
             run.clear()
 
         for line in self.lines:
-            single = line.is_text and len(line.text) == 1 and not line.text.isspace()
+            single = line.is_text and len(line.text) == 1 and not line.text.isspace() and not line.in_cell
             if single and (not run or run[-1].frame == line.frame):
                 run.append(line)
                 continue
