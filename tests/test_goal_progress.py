@@ -165,6 +165,17 @@ def test_a_control_the_goal_names_by_its_place_is_pending_and_the_others_of_its_
         assert guidance(page(lines, other), other, []).pending == [], other
 
 
+def test_a_place_counted_within_a_part_of_the_page_names_no_control() -> None:
+    """On a search results page the first link is the site's logo: "the first link in the results"
+    must not make the logo the one link to click and hold the results back."""
+    lines = [("3", "link", "Acme", ""), ("8", "searchbox", "Search", ""), ("12", "link", "Blue kettle", ""), ("14", "link", "Red kettle", "")]
+    for goal in ("Click the first link in the results.", "Open the 2nd link of the list", "Click the 1st link under Kettles."):
+        state = guidance(page(lines, goal), goal, [])
+        assert state.pending == [] and not state.waiting, goal
+    plain = "Click the 2nd link."  # counted over the page, as the goal says
+    assert [c.bid for c in guidance(page(lines, plain), plain, []).pending] == ["12"]
+
+
 def test_a_value_typed_in_another_letter_case_than_the_goal_asks_holds_the_buttons() -> None:
     """Measured on enter-text-2: the model typed 'Cristin' for "cristin in all upper case" and submitted."""
     goal = 'Type "cristin" in all upper case letters in the text input and press Submit.'

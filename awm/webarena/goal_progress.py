@@ -99,17 +99,24 @@ _PLACED_ROLES = {
     "checkbox": "checkbox", "checkboxes": "checkbox", "radio button": "radio", "radio": "radio",
     "button": "button", "link": "link", "tab": "tab", "option": "option", "paragraph": TEXT_BLOCK_ROLE,
 }  # fmt: skip
+# "... in the results", "... of the form", "... under Settings": the place counts within a part of the page.
+_WITHIN_PART = re.compile(r"(?:e?s)?\s+(?:in|of|on|under|within|inside|from|below|above|beneath)\s+(?!order\b)\S")
+
+
 def ordinal_controls(page: PageState, goal: str) -> list[GoalControl]:
     """The controls a goal names by their place among those of one kind ("click the 3rd checkbox"):
     the n-th element of that role on the page, in page order, when there are that many.
 
-    Why: measured on form-sequence, the model ticked the 3rd checkbox and then the 1st as well.
+    Why: measured on form-sequence, the model ticked the 3rd checkbox and then the 1st as well. A place
+    counted within a part of the page ("the first link in the results", "the 2nd button of the form")
+    is not counted over the whole page: on an ordinary site the first link of a page is its logo, and
+    which part the goal means is not something the page's roles say, so such a goal names no control.
     """
     found: list[GoalControl] = []
     for match in PLACE.finditer(goal):
         rest = goal[match.end() :].lstrip().lower()
         noun = next((n for n in sorted(_PLACED_ROLES, key=len, reverse=True) if re.match(rf"{n}\b", rest)), None)
-        if noun is None:
+        if noun is None or _WITHIN_PART.match(rest[len(noun) :]):
             continue
         place = place_number(match)
         role = _PLACED_ROLES[noun]
