@@ -172,8 +172,8 @@ def test_a_place_counted_within_a_part_of_the_page_names_no_control() -> None:
     for goal in ("Click the first link in the results.", "Open the 2nd link of the list", "Click the 1st link under Kettles."):
         state = guidance(page(lines, goal), goal, [])
         assert state.pending == [] and not state.waiting, goal
-    plain = "Click the 2nd link."  # counted over the page, as the goal says
-    assert [c.bid for c in guidance(page(lines, plain), plain, []).pending] == ["12"]
+    for plain in ("Click the 2nd link.", "Click the 2nd link from the top.", "Click the 2nd link on the page."):
+        assert [c.bid for c in guidance(page(lines, plain), plain, []).pending] == ["12"], plain  # the whole page
 
 
 def test_a_value_typed_in_another_letter_case_than_the_goal_asks_holds_the_buttons() -> None:

@@ -99,8 +99,12 @@ _PLACED_ROLES = {
     "checkbox": "checkbox", "checkboxes": "checkbox", "radio button": "radio", "radio": "radio",
     "button": "button", "link": "link", "tab": "tab", "option": "option", "paragraph": TEXT_BLOCK_ROLE,
 }  # fmt: skip
-# "... in the results", "... of the form", "... under Settings": the place counts within a part of the page.
-_WITHIN_PART = re.compile(r"(?:e?s)?\s+(?:in|of|on|under|within|inside|from|below|above|beneath)\s+(?!order\b)\S")
+# "... in the results", "... of the form", "... under Settings": the place counts within a part of the page
+# ("from the top", "on the page" still count over the whole page).
+_WITHIN_PART = re.compile(
+    r"(?:e?s)?\s+(?:in|of|on|under|within|inside|from|below|above|beneath)\s+"
+    r"(?!order\b|(?:the\s+)?(?:top|bottom|left|right|page|screen|list below)\b)\S"
+)
 
 
 def ordinal_controls(page: PageState, goal: str) -> list[GoalControl]:
