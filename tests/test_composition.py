@@ -185,6 +185,6 @@ def test_memory_show_lists_the_call_graph(tmp_path: Path) -> None:
         store.commit("site/t", [CLOSE, LOG_IN, OPEN_ITEM], parent=None, author="manual")
     result = CliRunner().invoke(app, ["memory", "show", "site/t", "--db", str(db)])
     assert result.exit_code == 0, result.output
-    assert "close ticket -> log in, open item" in result.output
+    assert "'close ticket' -> 'log in', 'open item'" in result.output
     result = CliRunner().invoke(app, ["memory", "show", "site/t", "--db", str(db), "--json"])
     assert json.loads(result.output)["call_graph"] == {"close ticket": ["log in", "open item"]}

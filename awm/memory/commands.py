@@ -180,7 +180,7 @@ def show_command(
         typer.echo("")
         typer.echo("# workflows built on workflows (caller -> the workflows it calls)")
         for caller, names in graph.items():
-            typer.echo(f"{caller} -> {', '.join(names)}")
+            typer.echo(f"{caller!r} -> {', '.join(repr(n) for n in names)}")  # names hold commas
     if records:
         typer.echo("")
         typer.echo("# calls (every version of the scope, as run_workflow)")
