@@ -8,7 +8,9 @@ aggregate), so listing runs never reads a step into Python.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
+from collections.abc import Sequence
 from typing import Any, Literal
 from urllib.parse import quote
 
@@ -124,6 +126,32 @@ def call_values(call: WorkflowCall, children: list[StepRow]) -> list[BoundValue]
                 out.append(BoundValue(name=field or f"step {sub.idx}", value=value, source="typed"))
                 given.add(value)
     return out
+
+
+class TemplateGroup(BaseModel):
+    """An arena run's episodes of one site and template (the run page's "by site and template" table)."""
+
+    site: str
+    template: str
+    episodes: int
+    succeeded: int
+
+
+_ARENA_TASK = re.compile(r"(?:^|/)sites\.([\w-]+)\.([\w-]+)(?:#|$)")
+
+
+def arena_groups(episodes: Sequence[EpisodeRow]) -> list[TemplateGroup]:
+    """Episodes of arena tasks (`sites.<site>.<template>`) counted per site and template, sorted; [] for
+    a run without any (what a site's templates did is the unit a researcher compares there)."""
+    counts: dict[tuple[str, str], list[int]] = {}
+    for episode in episodes:
+        match = _ARENA_TASK.search(episode.task_key)
+        if match is None:
+            continue
+        tally = counts.setdefault((match.group(1), match.group(2)), [0, 0])
+        tally[0] += 1
+        tally[1] += episode_status(episode) == "success"
+    return [TemplateGroup(site=s, template=t, episodes=n, succeeded=k) for (s, t), (n, k) in sorted(counts.items())]
 
 
 StepImage = Literal["screenshot.png", "picture.png"]

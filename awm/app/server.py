@@ -34,6 +34,7 @@ from .runs import (
     STATUSES,
     RunListing,
     ablation_listing,
+    arena_groups,
     call_values,
     decided_by,
     episode_status,
@@ -228,7 +229,7 @@ def register_routes(app: FastAPI) -> None:
         summary = (folder.path / "summary.md").is_file()
         return page(
             request, "run.html", folder=folder, run=run_row, listing=listing, rows=rows, has_summary=summary,
-            place=arm_place(folder, folders),
+            place=arm_place(folder, folders), groups=arena_groups(episodes),
         )  # fmt: skip
 
     @app.get("/runs/{run}/episodes/{episode}")
