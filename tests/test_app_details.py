@@ -273,6 +273,12 @@ def test_the_compare_page_shows_both_runs_side_by_side_with_links(served_details
     assert "not in this run" in page.locator("#compare tr[data-task='old-login#0']").inner_text()
     assert page.get_by_role("link", name="Download CSV").get_attribute("href") == "/api/compare?a=details&b=other&format=csv"
     snap(page, "compare")
+    page.locator("#compare tr[data-task='new-login#0'] a.steps-link").click()
+    page.wait_for_url("**/compare/steps?a=details&b=other&task=new-login%230")
+    assert page.locator("#diverged").inner_text() == "never: the same actions on the same targets"
+    assert page.locator("#step-pairs tbody tr").count() == 1 and "3 workflow sub-steps" in page.locator("#step-pairs").inner_text()
+    snap(page, "compare-steps")
+    page.go_back()
     page.locator("#compare tr[data-task='new-login#0'] td:nth-child(5) a").click()
     page.wait_for_url("**/runs/other/episodes/new-login%230-a19")
     assert "decided by ground truth: success" in page.locator("[data-decided-by]").inner_text()
@@ -281,6 +287,46 @@ def test_the_compare_page_shows_both_runs_side_by_side_with_links(served_details
     assert page.locator("#compare-error").inner_text() == "no run 'nope' under the served folders"
     assert page.locator("#compare-form").count() == 1 and page.locator("#compare").count() == 0
     page.close()
+
+
+def _plain_run(run_dir: Path, steps: list[tuple[str, str, str]]) -> None:
+    """A run of one task (`steps`: action text, target label, outcome) as the harness records it."""
+    with RunRecorder(run_dir, config={}, config_hash="h", name=run_dir.name) as recorder:
+        task = Task(task_id="shop.add-to-cart", goal="Add the blue kettle to the cart", scope="s", benchmark="browsergym", seed=0)
+        trajectory = Trajectory(trajectory_id=f"shop.add-to-cart#0-{run_dir.name}", task=task)
+        recorder.start_episode(trajectory)
+        for i, (action, label, outcome) in enumerate(steps):
+            step = Step(index=i, action_str=action, target=TargetDesc(role="link", label=label), outcome=outcome)  # type: ignore[arg-type]
+            trajectory.steps.append(step)
+            recorder.record_step(trajectory, step, None)
+        trajectory.end = "done"
+        recorder.end_episode(trajectory)
+
+
+def test_two_episodes_of_a_task_step_by_step_and_where_they_diverged(tmp_path: Path) -> None:
+    from awm.app.compare import compare_steps
+    from awm.app.compare import _latest as latest
+
+    _plain_run(tmp_path / "a", [("click('12')", "Kettles", "ok"), ("click('31')", "Blue kettle", "ok"), ("click('40')", "Add to cart", "ok")])
+    _plain_run(tmp_path / "b", [("click('9')", "Kettles", "ok"), ("click('33')", "Red kettle", "ok")])
+    sides = []
+    for key in ("a", "b"):
+        with RunDatabase(tmp_path / key) as db:
+            outcome = latest(key, db.episodes())["shop.add-to-cart#0"]
+            sides.append((outcome, db.steps(outcome.episode)))
+    result = compare_steps("a", sides[0], "b", sides[1], "shop.add-to-cart#0")
+    assert [p.same for p in result.pairs] == [True, False, False]  # the first click is the same, ids aside
+    assert result.diverged_at == 2 and result.pairs[2].b is None
+    assert (result.pairs[1].a.target, result.pairs[1].b.target) == ("link 'Blue kettle'", "link 'Red kettle'")  # type: ignore[union-attr]
+
+
+def test_the_step_by_step_api_answers_and_names_what_is_missing(served_details: str) -> None:
+    status, body = get_json(f"{served_details}/api/compare/steps?a=details&b=other&task=new-login%230")
+    assert status == 200 and body["diverged_at"] is None
+    [pair] = body["pairs"]  # one model step each: the run_workflow call, its three sub-steps folded in
+    assert pair["same"] and pair["a"]["sub_steps"] == 3 and pair["b"]["action"] == "run_workflow('login', {})"
+    status, missing = get_json(f"{served_details}/api/compare/steps?a=details&b=other&task=nothing%230")
+    assert status == 404 and missing["detail"] == "neither details nor other has an episode of task 'nothing#0'"
 
 
 def test_the_html_export_says_the_same_as_the_episode_page(tmp_path: Path) -> None:
