@@ -304,8 +304,8 @@ def _plain_run(run_dir: Path, steps: list[tuple[str, str, str]]) -> None:
 
 
 def test_two_episodes_of_a_task_step_by_step_and_where_they_diverged(tmp_path: Path) -> None:
-    from awm.app.compare import compare_steps
     from awm.app.compare import _latest as latest
+    from awm.app.compare import compare_steps
 
     _plain_run(tmp_path / "a", [("click('12')", "Kettles", "ok"), ("click('31')", "Blue kettle", "ok"), ("click('40')", "Add to cart", "ok")])
     _plain_run(tmp_path / "b", [("click('9')", "Kettles", "ok"), ("click('33')", "Red kettle", "ok")])
