@@ -143,9 +143,13 @@ class AgentSettings(BaseModel):
 # them, nothing a user types raises them.
 LIVE_MAX_STEPS = 50
 LIVE_MAX_SECONDS = 1800.0
-DEFAULT_SENSITIVE_FIELDS = ("email", "e-mail", "phone", "mobile", "address", "birth", "ssn", "passport")
+# Identity numbers; an email, phone or address field is ordinary form work (add its term to ask about it).
+DEFAULT_SENSITIVE_FIELDS = ("ssn", "passport", "iban")
+# What a control does when its own text says it: paying, buying, ordering, deleting, sending or publishing
+# to others, moving money, closing an account.
 DEFAULT_SENSITIVE_CLICKS = (
-    "buy", "pay", "order", "delete", "remove", "send", "transfer", "confirm", "purchase", "checkout",
+    "buy", "pay", "order", "purchase", "checkout", "delete", "remove", "send", "post", "publish", "transfer",
+    "confirm", "deactivate",
 )  # fmt: skip
 ConfirmMode = Literal["deny", "terminal", "app"]
 

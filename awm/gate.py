@@ -2,10 +2,15 @@
 
 Why in code and not in the prompt: a model told "ask before you pay" can still click Pay; here the
 executor asks `sensitive_reason` about every action right before it runs (a workflow's steps too), and a
-sensitive one runs only if a `Gate` approves it. What is sensitive: submitting a form (a submit control
-inside a form, or Enter in a form's field), a click whose control says one of the configured words (buy,
-pay, order, delete, remove, send, transfer, confirm, ...), and a fill of a field whose label, name,
-placeholder, aria-label or id has a configured sensitive-field term (email, phone, address, ...).
+sensitive one runs only if a `Gate` approves it. An action is sensitive for what it does, read off the
+acted control itself: a click whose control's own text says one of the configured words (buy, pay,
+order, checkout, delete, remove, send, post, publish, transfer, confirm, deactivate, ...); submitting a
+form (its submit control, or Enter in one of its fields) whose own words say one of them or that takes a
+payment card (a search form or a settings form is ordinary work); a fill of a field whose label, name,
+placeholder, aria-label or id has a configured sensitive-field term (identity numbers by default; an
+email, phone or address field is ordinary form work unless `sensitive_fields` names it). A checkbox,
+radio button or switch is never sensitive for its words: its label names the item or setting it marks
+("buy milk" on a to-do list is no purchase).
 
 The gates: `DenyGate` when no person is there (every sensitive action is denied, and the model is told
 so), `TerminalGate` for `awm run --confirm` (y/n, default no, silence past the timeout denies), and
@@ -44,6 +49,8 @@ class ControlInfo(FieldInfo, frozen=True):
     text: str = ""
     in_form: bool = False
     submits: bool = False
+    role: str = ""  # the element's ARIA role attribute ("switch", "checkbox"...), "" when it has none
+    form_words: str = ""  # its form's id, name, action, aria-label, heading and its fields' names/autocomplete
 
     def describe(self) -> str:
         """A short description for a person: `<button> 'Delete account'`."""
@@ -62,19 +69,41 @@ def sensitive_reason(
 ) -> str | None:
     """Why `action` on `control` needs a person's approval, or None. `key` is what `press` presses."""
     if action in CLICK_ACTIONS:
-        if control.submits:
-            return "it submits a form"
+        if _is_toggle(control):
+            return None  # its label names what it marks, not what clicking it does
         said = _says(control, sensitive_clicks)
         if said:
             return f"the control says {said!r}"
+        if control.submits:
+            purpose = _form_says(control, sensitive_clicks)
+            if purpose:
+                return f"it submits a form that says {purpose!r}"
     if action == "press" and control.in_form and key.strip().lower() == "enter":
-        return "it submits a form (Enter in a form field)"
+        purpose = _form_says(control, sensitive_clicks)
+        if purpose:
+            return f"it submits a form that says {purpose!r} (Enter in a form field)"
     if action in FILL_ACTIONS:
         found = field_term(control, sensitive_fields)
         if found is not None:
             attribute, value, _word, term = found
             return f"the field is marked sensitive: its {attribute} {value!r} has {term!r}"
     return None
+
+
+_TOGGLE_TYPES = frozenset({"checkbox", "radio"})
+_TOGGLE_ROLES = frozenset({"checkbox", "radio", "switch", "menuitemcheckbox", "menuitemradio"})
+# A form that takes a payment card pays, whatever its button says (autocomplete tokens and field names).
+PAYMENT_FORM_WORDS = ("cc", "card", "cvv", "cvc", "payment", "billing")
+
+
+def _is_toggle(control: ControlInfo) -> bool:
+    return (control.tag == "input" and control.type in _TOGGLE_TYPES) or control.role in _TOGGLE_ROLES
+
+
+def _form_says(control: ControlInfo, words: list[str]) -> str | None:
+    """The first sensitive word, or payment word, among the words of the control's form."""
+    wanted = {w.lower() for w in [*words, *PAYMENT_FORM_WORDS] if w.strip()}
+    return next((w.lower() for w in words_of(control.form_words) if w.lower() in wanted), None)
 
 
 def _says(control: ControlInfo, words: list[str]) -> str | None:

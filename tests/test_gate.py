@@ -29,11 +29,15 @@ def reason(action: str, key: str = "", **control: object) -> str | None:
         ("click", {"tag": "button", "aria_label": "Delete message"}, "", "the control says 'delete'"),
         ("dblclick", {"tag": "button", "text": "Pay now"}, "", "the control says 'pay'"),
         ("click", {"tag": "input", "type": "button", "name": "sendMessage"}, "", "the control says 'send'"),
-        ("click", {"tag": "button", "type": "submit", "text": "Save", "in_form": True, "submits": True}, "", "it submits a form"),
-        ("press", {"tag": "input", "in_form": True}, "Enter", "it submits a form (Enter in a form field)"),
-        ("fill", {"tag": "input", "label": "Work email"}, "", "the field is marked sensitive: its label 'Work email' has 'email'"),
-        ("fill", {"tag": "input", "name": "phoneNumber"}, "", "the field is marked sensitive: its name 'phoneNumber' has 'phone'"),
-        ("select_option", {"tag": "select", "id": "shipping-address"}, "", "the field is marked sensitive: its id 'shipping-address' has 'address'"),
+        ("click", {"tag": "button", "text": "Post comment"}, "", "the control says 'post'"),
+        # a form is sensitive for what it is for: its own words, or a payment card field
+        ("click", {"tag": "button", "type": "submit", "text": "Continue", "in_form": True, "submits": True,
+                   "form_words": "checkout /checkout/step-2"}, "", "it submits a form that says 'checkout'"),
+        ("click", {"tag": "button", "type": "submit", "text": "Save profile", "in_form": True, "submits": True,
+                   "form_words": "profile display_name email cc-number cc-number"}, "", "it submits a form that says 'cc'"),
+        ("press", {"tag": "input", "in_form": True, "form_words": "payment-form"}, "Enter",
+         "it submits a form that says 'payment' (Enter in a form field)"),
+        ("fill", {"tag": "input", "label": "Passport number"}, "", "the field is marked sensitive: its label 'Passport number' has 'passport'"),
     ],
 )  # fmt: skip
 def test_sensitive_actions_and_why(action: str, control: dict, key: str, expected: str) -> None:
@@ -50,6 +54,14 @@ def test_sensitive_actions_and_why(action: str, control: dict, key: str, expecte
         ("press", {"tag": "input", "in_form": True}, "Tab"),
         ("fill", {"tag": "input", "label": "Display name"}, ""),
         ("fill", {"tag": "button", "text": "Send"}, ""),  # a fill does not press the control
+        # ordinary work: a search form, a settings form, an email typed into a form, a to-do ticked
+        ("click", {"tag": "button", "type": "submit", "text": "Search", "in_form": True, "submits": True, "form_words": "search /search q"}, ""),
+        ("press", {"tag": "input", "in_form": True, "form_words": "search q"}, "Enter"),
+        ("click", {"tag": "button", "type": "submit", "text": "Save settings", "in_form": True, "submits": True, "form_words": "settings dark_mode"}, ""),
+        ("fill", {"tag": "input", "label": "Work email"}, ""),
+        ("fill", {"tag": "input", "name": "phoneNumber"}, ""),
+        ("click", {"tag": "input", "type": "checkbox", "label": "buy milk"}, ""),  # its label names the item
+        ("click", {"tag": "div", "role": "switch", "aria_label": "Send me the newsletter"}, ""),
     ],
 )  # fmt: skip
 def test_ordinary_actions_pass(action: str, control: dict, key: str) -> None:
@@ -59,6 +71,13 @@ def test_ordinary_actions_pass(action: str, control: dict, key: str) -> None:
 def request(png: bytes | None = None) -> GateRequest:
     return GateRequest(action="click('12')", reason="the control says 'delete'", element="<button> 'Delete'",
                        url="http://shop.example.test/", screenshot_png=png, label="ep-1/step 0")  # fmt: skip
+
+
+def test_an_email_field_asks_when_the_configuration_names_it() -> None:
+    found = sensitive_reason(
+        "fill", ControlInfo(tag="input", label="Work email"), sensitive_fields=["email"], sensitive_clicks=[]
+    )
+    assert found == "the field is marked sensitive: its label 'Work email' has 'email'"
 
 
 def test_deny_gate_denies_and_says_nobody_was_there() -> None:

@@ -26,7 +26,9 @@ LIVE = ROOT / "tests" / "fixtures" / "live"
 
 # What the safety gate refuses without a person (awm.config's sensitive clicks and fields, awm.rails'
 # payment terms): a page that needs one of these would measure the gate, not the agent.
-CLICK_WORDS = re.compile(r"\b(buy|pay|order|delete|remove|send|transfer|confirm|purchase|checkout)", re.I)
+CLICK_WORDS = re.compile(
+    r"\b(buy|pay|order|delete|remove|send|post|publish|transfer|confirm|deactivate|purchase|checkout)\b", re.I
+)
 FIELD_TERMS = (
     "card cvv cvc expiry expiration billing payment credit debit iban "
     "email e-mail phone mobile address birth ssn passport"

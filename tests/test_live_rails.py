@@ -132,13 +132,15 @@ def test_the_terminal_gate_approves_denies_and_times_out(
     assert approval.screenshot and Path(approval.screenshot).read_bytes().startswith(b"\x89PNG")
 
 
-def test_submitting_a_form_and_filling_a_sensitive_field_ask_the_gate(live: BrowserSession, base_url: str) -> None:
+def test_an_email_is_typed_but_a_form_that_takes_a_card_asks_the_gate(live: BrowserSession, base_url: str) -> None:
+    """Typing an email into a form is ordinary work; the profile form also takes a card number, so
+    submitting it is paying-adjacent and waits for a person (denied: nobody is there)."""
     live.gate = DenyGate()
     script = LabelScript(["fill('{Email}', 'ann@example.test')", "click('{Save profile}')"])
     trajectory = run_episode(live, script, live_task(base_url), HarnessConfig(max_steps=2))
     reasons = [s.approval.reason for s in trajectory.steps if s.approval is not None]
-    assert reasons == ["the field is marked sensitive: its label 'Email' has 'email'", "it submits a form"]
-    assert live.page.locator("#email").input_value() == "" and status_text(live) == "Nothing changed yet"
+    assert reasons == ["it submits a form that says 'cc'"]
+    assert live.page.locator("#email").input_value() == "ann@example.test" and status_text(live) == "Nothing changed yet"
 
 
 def test_leaving_the_site_is_a_hard_stop_that_names_the_domain(live: BrowserSession, base_url: str) -> None:

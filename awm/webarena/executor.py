@@ -77,6 +77,11 @@ _INSPECT_JS = r"""
     text: ((ftag === 'input' ? (attr('type').toLowerCase() === 'password' ? '' : f.value) : (e.innerText || e.textContent)) || '').trim().slice(0, 200),
     in_form: !!form,
     submits: submits,
+    role: attr('role'),
+    form_words: form ? [form.id, form.getAttribute('name'), form.getAttribute('action'), form.getAttribute('aria-label'),
+      ((form.querySelector('legend, h1, h2, h3, h4') || {}).innerText || ''),
+      Array.from(form.elements || []).map(x => (x.getAttribute('autocomplete') || '') + ' ' + (x.name || '')).join(' ')]
+      .filter(Boolean).join(' ').slice(0, 600) : '',
     visible: visible,
     disabled: (typeof e.matches === 'function' && e.matches(':disabled')) || e.getAttribute('aria-disabled') === 'true',
     inert: !!e.closest('[inert]'),
