@@ -51,6 +51,17 @@ def status_text(session: BrowserSession) -> str:
     return session.page.locator("#status").inner_text()
 
 
+def test_a_menu_that_opens_under_the_mouse_is_reached_by_hover(live: BrowserSession, base_url: str) -> None:
+    from awm.webarena.prompts import action_names_for
+
+    task = live_task(base_url, "live_menu")
+    assert "hover" in (action_names_for(task) or [])  # offered on a live page
+    script = LabelScript(["hover('{Products}')", "click('{Kettles}')"])
+    trajectory = run_episode(live, script, task, HarnessConfig(max_steps=2))
+    assert [s.outcome for s in trajectory.steps] == ["ok", "ok"]
+    assert status_text(live) == "Kettles opened"
+
+
 def test_the_start_url_needs_allow_host_for_loopback(base_url: str) -> None:
     with BrowserSession(BrowserSettings()) as session:
         trajectory = run_episode(session, LabelScript(["noop()"]), live_task(base_url), HarnessConfig(max_steps=2))

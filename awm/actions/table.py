@@ -105,7 +105,11 @@ BROWSER_ACTIONS: tuple[ActionSpec, ...] = (
     # grammar they were what came out when the action the model wanted was not allowed (dblclick on a
     # filled password field, repeated until the loop stop; hovers repeated on menus).
     _browser("dblclick", (_BID,), "double-click an element", needs_interactable=True),
-    _browser("hover", (_BID,), "move the mouse over an element", sets_state=True, needs_interactable=True),
+    # Offered on a live page, where a menu may open only under the mouse (the arena's sites need none).
+    _browser(
+        "hover", (_BID,), "move the mouse over an element (opens a menu shown on hover)", sets_state=True,
+        needs_interactable=True, benchmarks=frozenset({"live"}),
+    ),  # fmt: skip
     _browser(
         "fill",
         (_BID, ArgSpec("value", "str")),
