@@ -247,17 +247,31 @@ def disabled_targets(context: FilterContext, offer: Offer) -> Offer:
 
 
 def filled_not_clicked(context: FilterContext, offer: Offer) -> Offer:
-    """Holds clicks on text fields and sliders (`FILLED_NOT_CLICKED`): they are filled, not clicked
-    (`fill` focuses the field itself; `focus` stays offered). A combobox keeps its click: a custom one
-    opens its list that way.
+    """Holds clicks on sliders and text fields (`FILLED_NOT_CLICKED`): a field is filled, not clicked
+    (`fill` focuses the field itself; `focus` stays offered). On a page where the agent ends the task
+    itself (a live page, an arena site) an empty field that was not clicked yet keeps one click: a date
+    picker or an autocomplete opens on it there. A combobox keeps its click: a custom one opens its list
+    that way.
 
     Why: measured, the model clicked the 'to:' field of email-inbox-forward again and again after filling
     it, and multi-layouts' fields before filling them, until the step limit; a click on a slider moves
-    its handle to the box's centre (use-slider).
+    its handle to the box's centre (use-slider). Holding every click on a text field, as before, left a
+    field that opens a picker on click unusable on ordinary sites; on MiniWoB++ pages, where the
+    failures above were measured and no field opens anything, every click on a field stays held.
     """
     page = context.page
-    filled = {bid for bid, d in page.elements.items() if d.role in FILLED_NOT_CLICKED}
-    return offer.without_ids(filled, ["click"], page.ids)
+    clicked = {
+        str((s.action or {}).get("args", {}).get("bid"))
+        for s in context.history
+        if s.outcome == "ok" and (s.action or {}).get("name") == "click"
+    }
+    held = {
+        bid
+        for bid, d in page.elements.items()
+        if d.role in FILLED_NOT_CLICKED
+        and (not context.ends_itself or d.role == "slider" or bid in clicked or _shows_value(page.text, bid))
+    }
+    return offer.without_ids(held, ["click"], page.ids)
 
 
 def goal_waiting(context: FilterContext, offer: Offer) -> Offer:
