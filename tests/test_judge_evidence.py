@@ -19,6 +19,7 @@ from awm.evaluation.evidence import (
     GoalLiteral,
     check_literals,
     extract_goal_literals,
+    field_cue,
     literal_in,
     pre_decide,
     pre_judge_figures,
@@ -550,3 +551,33 @@ def test_the_report_scripts_audit_asks_only_about_what_the_trajectory_leaves_ope
         assert len(stub.requests) == 2  # `wrong` and `used` were decided without the model
     assert (result.tp, result.fp, result.fn, result.tn, result.unknown) == (2, 0, 0, 2, 0)
     assert "judge=failure" in capsys.readouterr().out
+
+
+# --- a value in the field the goal names for it ---------------------------------------------------
+
+
+def _login(user_field: str, password_field: str) -> list[Step]:
+    return [
+        step(0, "fill", {"bid": "4", "value": "ann"}, role="textbox", label=user_field),
+        step(1, "fill", {"bid": "5", "value": "pw1"}, role="textbox", label=password_field),
+        step(2, "click", {"bid": "6"}, role="button", label="Sign in"),
+    ]
+
+
+def test_values_typed_into_each_others_fields_are_a_failure_without_the_model() -> None:
+    """A staff portal's login (not a benchmark page): the username and the password swapped between the
+    fields ended the page all the same, and was judged a success before."""
+    goal = 'Sign in with username "ann" and password "pw1".'
+    right = pre_decide(trajectory(goal, _login("Username", "Password")))
+    assert (right.label, right.rule) == ("success", "values_used")
+    swapped = pre_decide(trajectory(goal, _login("Password", "Username")))
+    assert (swapped.label, swapped.rule) == ("failure", "literal")
+    assert "typed into textbox 'Password' at step 0, but the goal names it as the username" in " ".join(swapped.facts)
+
+
+def test_a_goal_that_names_no_field_for_its_value_checks_nothing_more() -> None:
+    search = [step(0, "fill", {"bid": "3", "value": "kettle"}, role="searchbox", label="Search products"),
+              step(1, "click", {"bid": "4"}, role="button", label="Go")]  # fmt: skip
+    assert pre_decide(trajectory('Search for "kettle" and press Go.', search)).label == "success"
+    assert field_cue(GoalLiteral("kettle", "quoted"), 'Search for "kettle"') == "search"
+    assert field_cue(GoalLiteral("ann", "quoted"), '"ann" is the user') is None

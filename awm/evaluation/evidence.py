@@ -98,13 +98,14 @@ class LiteralCheck:
     but not in the letter case the goal asks for: "in all upper case letters"), `missing`."""
 
     literal: GoalLiteral
-    status: Literal["acted", "page", "failed", "skipped", "unused", "miscased", "missing"]
+    status: Literal["acted", "page", "failed", "skipped", "unused", "miscased", "misplaced", "missing"]
     where: str
 
     @property
     def missing(self) -> bool:
-        """A value the agent did not use, nor see, nor skip in a list it worked on: evidence of failure."""
-        return self.status in ("missing", "failed", "skipped", "unused", "miscased")
+        """A value the agent did not use, nor see, nor skip in a list it worked on, or typed into another
+        field than the goal names for it: evidence of failure."""
+        return self.status in ("missing", "failed", "skipped", "unused", "miscased", "misplaced")
 
     def render(self) -> str:
         return f"goal value '{self.literal.text}': {self.where}"
@@ -120,6 +121,50 @@ def _acted_by(literal: GoalLiteral, step: Step) -> str | None:
     if step.target is not None and literal_in(literal, step.target.label):
         return f"target of {name}{on} at step {step.index}"
     return None
+
+
+# Words between a field's name and its value in a goal ("the password is X", "username: X", "as X").
+_CUE_FILLERS = frozenset(
+    {"the", "a", "an", "is", "as", "of", "be", "with", "named", "called", "set", "enter", "type", "for", "in", "into", "and"}
+)
+_WORD = re.compile(r"[A-Za-z][A-Za-z-]*")
+
+
+def field_cue(literal: GoalLiteral, goal: str) -> str | None:
+    """The word the goal names a typed value's field by: the last word before the value that is not a
+    filler ("with the password 'Y'" -> password, "username: X" -> username); None when the value opens
+    the goal. Pure.
+
+    Why read the goal so, on any site: a goal that gives several values to type says which is which by
+    naming each one's field right before it (username X, password Y; from Paris, to Rome); a value typed
+    into another field than the one named is the task done wrong, however the page ended."""
+    at = goal.find(literal.text)
+    if at <= 0:
+        return None
+    words = _WORD.findall(goal[:at])[-3:]
+    for word in reversed(words):
+        if word.lower() not in _CUE_FILLERS:
+            return word.lower()
+    return None
+
+
+def _misplaced(literal: GoalLiteral, step: Step, trajectory: Trajectory) -> str | None:
+    """Why a fill put the goal's value into the wrong field, or None: the goal names the value's field
+    (`field_cue`), the episode filled a field whose label says that word, and this fill's field's label
+    does not."""
+    if action_name(step) != "fill" or step.target is None:
+        return None
+    cue = field_cue(literal, trajectory.task.goal)
+    if cue is None:
+        return None
+    def says_cue(label: str) -> bool:
+        return cue in {w.lower() for w in _WORD.findall(label)}
+
+    labels = {s.target.label for s in trajectory.steps if s.target is not None and action_name(s) == "fill" and s.outcome == "ok"}
+    named = sorted(label for label in labels if says_cue(label))
+    if not named or says_cue(step.target.label):
+        return None
+    return f"typed into {describe_target(step)} at step {step.index}, but the goal names it as the {cue} ({named[0]!r} was filled too)"
 
 
 def _page_said(step: Step, trajectory: Trajectory) -> str:
@@ -207,6 +252,9 @@ def check_literal(literal: GoalLiteral, trajectory: Trajectory) -> LiteralCheck:
         typed = [v for v in action_values(last) if literal_in(literal, v)]
         if case is not None and typed and not any(in_case(v, case) for v in typed):
             return LiteralCheck(literal, "miscased", f"{how}, as {typed[-1]!r}: not in {case} case as the goal asks")
+        wrong_field = _misplaced(literal, last, trajectory)
+        if wrong_field is not None:
+            return LiteralCheck(literal, "misplaced", wrong_field)
         earlier = [str(s.index) for s, _ in done[:-1]]
         where = how + (f" (also at step {', '.join(earlier)})" if earlier else "")
         said = " ".join(_page_said(last, trajectory).split())
