@@ -219,3 +219,12 @@ def test_goal_values_are_bound_and_the_miniwob_reward_sees_the_workflow(session:
     trajectory, _ = _call(session, task, workflow, "run_workflow('log in', {})")
     assert trajectory.end == "done" and trajectory.verdict.raw_reward == 1.0
     assert len([s for s in trajectory.steps if s.called_by is None]) == 1  # one model step solved it
+
+
+def test_a_value_holding_a_secrets_placeholder_among_other_words_is_the_placeholder() -> None:
+    from awm.webarena.workflow_run import secret_named
+
+    assert secret_named("password {password}", ["password"]) == "{password}"  # copied from "(password {password})"
+    assert secret_named("{password}", ["password"]) == "{password}"
+    assert secret_named("carol", ["password"]) == "carol"
+    assert secret_named("{password} and {pin}", ["password", "pin"]) == "{password} and {pin}"  # which one: not guessed

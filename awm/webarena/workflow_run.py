@@ -13,7 +13,7 @@ step that cannot be grounded, fails, or fails its check; the caller tells the mo
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -232,6 +232,19 @@ def describe_step(step: WorkflowStep) -> str:
     return f"{step.action} {step.target.render()}".strip()
 
 
+def secret_named(value: str, secrets: Iterable[str]) -> str:
+    """A call's value that holds a secret's placeholder among other words is that placeholder alone.
+
+    Why: an arena goal says "As carol (password {password}), ..." and the model passed
+    'password {password}' for the password: typed, that is neither the secret nor anything the page
+    takes (a password field takes only a named secret), and the call broke at its second step three
+    times in one episode. No value a task means holds a secret's placeholder and more."""
+    held = [name for name in secrets if "{" + name + "}" in value]
+    if len(held) == 1 and value.strip() != "{" + held[0] + "}":
+        return "{" + held[0] + "}"
+    return value
+
+
 def run_workflow(
     session: BrowserSession,
     callable_workflow: CallableWorkflow,
@@ -246,6 +259,7 @@ def run_workflow(
     `first_index`, `first_index + 1`...) of the model step `called_by`. Stops at the first failure, or
     when the page ends the episode."""
     # Values read off the goal take the workflow's transforms; values the caller gives are typed as given.
+    params = {name: secret_named(value, session.secrets.names) for name, value in params.items()}
     workflow = instantiate(instantiate(callable_workflow.workflow, callable_workflow.bound), params, transforms=False)
     call = WorkflowCall(
         step=called_by,
