@@ -99,6 +99,7 @@ GUIDANCE_FILTERS = (
     "first_step_infeasible",
     "repeated_plain_actions",
     "completed_workflows",
+    "refused_workflows",
 )
 
 

@@ -28,6 +28,7 @@ from awm.webarena.guidance_filters import (
     Offer,
     active_filters,
     completed_workflows,
+    refused_workflows,
     disabled_targets,
     filled_not_clicked,
     first_step_infeasible,
@@ -180,6 +181,18 @@ def test_completed_workflows_holds_a_workflow_that_ran_to_its_end_and_not_one_th
     assert completed_workflows(context(page, [broke]), Offer(None, None)) == Offer(None, None)
 
 
+def test_refused_workflows_holds_a_workflow_whose_call_was_refused_twice() -> None:
+    page = shop_page(CHECKOUT)
+    refused = Step(
+        index=0, outcome="parse_error", model_output="Log in first.\nrun_workflow('log in', {'username': '...'})",
+        error="bad_argument: workflow 'log in': 'username' is '...', which is no value",
+    )
+    once = refused_workflows(context(page, [refused]), Offer(None, None))
+    assert once.spent_workflows == frozenset()  # one refusal leaves a try to mend the call
+    twice = refused_workflows(context(page, [refused, refused.model_copy(update={"index": 1})]), Offer(None, None))
+    assert twice.spent_workflows == {"log in"}
+
+
 # --- the list and the switch ------------------------------------------------------------------------
 
 
@@ -197,7 +210,7 @@ def test_active_filters_follow_the_switch_and_role_aware() -> None:
     ]
     # With role_aware off, as before the filters were named: only the goal note and the first-step rule.
     assert [f.name for f in active_filters("on", role_aware=False)] == [
-        "goal_note", "first_step_infeasible", "completed_workflows",
+        "goal_note", "first_step_infeasible", "completed_workflows", "refused_workflows",
     ]  # fmt: skip
     with pytest.raises(ConfigError, match=r"guidance_off.*'spent_choice'.*known filters: spent_choices"):
         active_filters("on", ["spent_choice"])

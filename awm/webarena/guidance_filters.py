@@ -15,6 +15,7 @@ also `awm.config.GUIDANCE_FILTERS`, where the settings check them (a test holds 
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, replace
 from functools import cached_property
@@ -345,8 +346,28 @@ def completed_workflows(context: FilterContext, offer: Offer) -> Offer:
     return replace(offer, spent_workflows=offer.spent_workflows | (done - {""})) if done else offer
 
 
+_CALLED = re.compile(r"run_workflow\(\s*(['\"])(.+?)\1")
+REFUSALS_BEFORE_HOLD = 2
+
+
+def refused_workflows(context: FilterContext, offer: Offer) -> Offer:
+    """Holds a workflow whose `run_workflow` call the parser refused twice in this episode (a name it
+    does not take, a value that is no value): the model is then left to act on the page itself.
+
+    Why: measured on the arena (ticket-priority, site scope), the model called a workflow with
+    `{'username': '...'}`, was told '...' is no value, and sent the same call again nine times, until
+    the step limit; one refusal leaves it a try to mend the call.
+    """
+    counts: dict[str, int] = {}
+    for step in context.history:
+        if step.called_by is None and step.outcome == "parse_error" and (match := _CALLED.search(step.model_output)):
+            counts[match.group(2)] = counts.get(match.group(2), 0) + 1
+    refused = {name for name, n in counts.items() if n >= REFUSALS_BEFORE_HOLD}
+    return replace(offer, spent_workflows=offer.spent_workflows | refused) if refused else offer
+
+
 # In the order they apply. The goal note is added whatever `role_aware` says; so are the first-step rule
-# and the completed workflows.
+# and the workflow holds.
 FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(spent_choices),
     GuidanceFilter(undoing_clicks),
@@ -357,6 +378,7 @@ FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(first_step_infeasible, role_aware_only=False),
     GuidanceFilter(repeated_plain_actions, gives_way=True),
     GuidanceFilter(completed_workflows, role_aware_only=False),
+    GuidanceFilter(refused_workflows, role_aware_only=False),
 )
 
 
