@@ -188,3 +188,9 @@ def test_memory_show_lists_the_call_graph(tmp_path: Path) -> None:
     assert "'close ticket' -> 'log in', 'open item'" in result.output
     result = CliRunner().invoke(app, ["memory", "show", "site/t", "--db", str(db), "--json"])
     assert json.loads(result.output)["call_graph"] == {"close ticket": ["log in", "open item"]}
+
+
+def test_a_prompt_is_shown_the_steps_of_a_call_not_the_call() -> None:
+    view = MemoryView(scope="t", workflows=(CLOSE, LOG_IN, OPEN_ITEM), use="text")
+    shown = {w.name: w for w in view.select("As Erin, close ticket 7")}
+    assert not any(s.is_call for s in shown["close ticket"].steps) and len(shown["close ticket"].steps) == 6

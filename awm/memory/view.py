@@ -52,8 +52,9 @@ class MemoryView(BaseModel):
         return not self.workflows
 
     def select(self, goal: str, embedder: Embedder | None = None) -> list[Workflow]:
-        """The workflows to show for `goal`, most relevant first (``all``: the version's own order)."""
-        workflows = list(self.workflows)
+        """The workflows to show for `goal`, most relevant first (``all``: the version's own order), each
+        with its calls to other workflows expanded: a prompt shows the steps, not names to look up."""
+        workflows = expand_all(list(self.workflows))
         if self.mode == "all" or len(workflows) <= self.k:
             return workflows
         if embedder is None:
