@@ -1,21 +1,81 @@
-"""`awm demo`: the main job, exactly what `make demo` runs (`awm ablate configs/miniwob-demo.toml`).
+"""`awm demo`: the main job, exactly what `make demo` runs (`configs/sites-demo.toml`).
 
-A real Chromium, real MiniWoB++ pages and the real local model; the arms (memory off against online
-memory), tasks and seeds are the config's `[pipeline]` and `[[arm]]` tables, so the demo is reproducible
-and sized for a small machine.
+A real Chromium, a real web application (the arena's Trac) and the real local model; the arms (memory
+off against online executable memory started from demonstrations), tasks and seeds are the config's
+`[pipeline]` and `[[arm]]` tables, so the demo is reproducible and sized for a small machine. An arena
+config whose arms read `offline_from` folders gets them first: each is the scripted replay (no model)
+of the train instances' annotated demonstrations of the config's templates, resumed when it exists.
+`--config configs/miniwob-demo.toml` runs the MiniWoB++ demo instead (`make demo-miniwob`).
 """
 
 from __future__ import annotations
 
+import tomllib
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
+from rich.console import Console
 
-from awm.config import PROJECT_ROOT
+from awm.config import PROJECT_ROOT, Settings
+from awm.errors import ConfigError, StageError
 
-DEFAULT_CONFIG = PROJECT_ROOT / "configs" / "miniwob-demo.toml"
+DEFAULT_CONFIG = PROJECT_ROOT / "configs" / "sites-demo.toml"
+
+
+def train_instances(tasks: list[str], task_files: list[str]) -> list[str]:
+    """`site.template#n` for every train instance (the ones with a demonstration) of the templates
+    that `tasks` names (a template or a whole site), in their order."""
+    from awm.sites.templates import load_templates
+
+    templates = load_templates([Path(f) for f in task_files])
+    names: list[str] = []
+    for name in tasks:
+        key = name.removeprefix("browsergym/").removeprefix("sites.").partition("#")[0]
+        chosen = [t for t in templates.values() if key in (t.key, t.site)]
+        if not chosen:
+            raise ConfigError(f"[pipeline] tasks: '{name}' is no arena site or template (site.template)")
+        names.extend(f"{t.key}#{n}" for t in chosen for n in t.numbers("train"))
+    return list(dict.fromkeys(names))
+
+
+def demonstration_folders(config: Path) -> tuple[list[str], list[str], list[Path]]:
+    """An arena config's (tasks, task files, the arms' `offline_from` folders); nothing for others."""
+    try:
+        data: dict[str, Any] = tomllib.loads(Path(config).read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"demo config {config} does not exist") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"demo config {config} is not valid TOML: {exc}") from None
+    pipeline = data.get("pipeline", {})
+    if pipeline.get("benchmark") != "sites":
+        return [], [], []
+    folders = [Path(p) for arm in data.get("arm", []) for p in arm.get("offline_from", [])]
+    return list(pipeline.get("tasks", [])), list(pipeline.get("task_files", [])), list(dict.fromkeys(folders))
+
+
+def replay_demonstrations(config: Path, settings: Settings, console: Console) -> None:
+    """Fill each `offline_from` folder of an arena config with the replayed train demonstrations."""
+    from awm.pipeline.config import parse_pipeline_table
+    from awm.pipeline.driver import run_arm
+
+    tasks, task_files, folders = demonstration_folders(config)
+    if not folders:
+        return
+    names = train_instances(tasks, task_files)
+    arm = parse_pipeline_table(
+        {
+            "name": "demo-demonstrations", "benchmark": "sites", "tasks": names, "task_files": task_files,
+            "policy": "scripted", "memory": "off", "admission": "gt", "max_steps": 20,
+        },
+        source=f"{config} (demonstrations)",
+    )  # fmt: skip
+    for folder in folders:
+        console.print(f"demonstrations: {len(names)} train instance(s) replayed, no model -> {folder}")
+        result = run_arm(arm, settings, folder, console=console)
+        if result.failed_stage is not None:
+            raise StageError(result.error or f"stage '{result.failed_stage}' failed")
 
 
 def demo_command(
@@ -29,19 +89,20 @@ def demo_command(
     ] = None,
     workers: Annotated[int, typer.Option(min=1, help="Episodes at once, one browser each.")] = 1,
 ) -> None:
-    """Run the main job: memory off against online workflow memory on a small MiniWoB++ set with the
-    local model, then print the comparison and where RESULTS.md is.
+    """Run the main job: memory off against online executable workflow memory on three Trac templates
+    of the arena with the local model, then print the comparison and where RESULTS.md is.
 
-    What runs is the config's [pipeline] and [[arm]] tables; its [llm] table sets the model.
+    First, the train instances' demonstrations are replayed (no model) into the folder the memory arm
+    induces from; then the config's [pipeline] and [[arm]] tables run; its [llm] table sets the model.
 
-    Example: awm demo --workers 2
+    Example: awm demo --out runs/demo    (or: awm demo --config configs/miniwob-demo.toml)
     """
-    from rich.console import Console
-
+    from awm.config import load_settings
     from awm.pipeline.ablation import load_ablation, run_ablation
 
+    console = Console()
+    replay_demonstrations(config, load_settings(config), console)
     plan = load_ablation(config, workers=workers)
     folder = out or Path(plan.settings.runs_dir) / f"{datetime.now():%Y%m%d-%H%M%S}-demo"
-    console = Console()
     console.print(f"main job: {config} -> {folder}")
     run_ablation(plan, folder, console=console)

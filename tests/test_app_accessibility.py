@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from awm.memory.store import WorkflowStore
-from tests.app_server import serve
+from tests.app_server import serve, snap
 from tests.test_app_arena_runs import record_arena_run
 from tests.test_app_details import record_workflow_run
 from tests.test_composition import CLOSE, LOG_IN, OPEN_ITEM
@@ -48,3 +48,25 @@ def test_the_page_has_no_accessibility_violation(served: str, chromium, path: st
     page.close()
     found = [f"{v['id']} ({v['impact']}): {v['help']} at {[n['target'] for n in v['nodes'][:3]]}" for v in violations]
     assert found == [], "\n".join(found)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("path", PAGES)
+def test_the_page_fits_a_narrow_screen(served: str, chromium, path: str) -> None:
+    """At 800 px wide (a laptop's half screen, a tablet) nothing makes the page itself scroll sideways: a
+    wide table scrolls inside its own box, long ids and code wrap."""
+    page = chromium.new_page(viewport={"width": 800, "height": 900})
+    page.goto(served + path)
+    wide = page.evaluate(
+        """() => {
+             const clipped = e => { for (let p = e.parentElement; p && p !== document.body; p = p.parentElement) {
+                 if (getComputedStyle(p).overflowX !== 'visible') return true; } return false; };
+             return [...document.querySelectorAll('body *')]
+               .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1 && !clipped(e))
+               .map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (e.className ? '.' + e.className : ''))
+               .slice(0, 5); }"""
+    )
+    width = page.evaluate("document.documentElement.scrollWidth")
+    snap(page, "narrow-" + (path.strip("/").split("?")[0].replace("/", "-").replace("%", "") or "runs"))
+    page.close()
+    assert width <= 800 and wide == [], f"{path}: the page is {width} px wide; too wide: {wide}"

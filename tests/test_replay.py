@@ -73,6 +73,23 @@ def test_replay_admits_a_good_workflow_and_refuses_broken_ones(solved: Trajector
     assert "stopped at step 2 of 3 (fill [textbox] Password): verify_failed" in why
 
 
+def test_a_candidate_with_the_steps_of_a_replayed_head_workflow_is_not_replayed_again(
+    solved: Trajectory, gate: ReplayGate, tmp_path: Path
+) -> None:
+    [good], _ = induce_rule([solved], admission="gt")
+    replayed = good.provenance.model_copy(update={"replay_trajectory_id": "abc123", "replay_verdict": "success"})
+    head = good.model_copy(update={"name": "log in", "provenance": replayed})
+    passed, refused = verify_candidates(gate, [good], [solved], known=[head])
+    assert refused == [] and [w.name for w in passed] == [good.name]
+    assert passed[0].provenance.replay_trajectory_id == "abc123"
+    assert passed[0].provenance.replay_verdict == "same steps as 'log in', admitted by its replay"
+    assert not (tmp_path / "replays").exists()  # no browser was opened, nothing replayed
+    never_replayed = good.model_copy(update={"name": "log in"})  # imported, or from an arm without replay
+    passed, _ = verify_candidates(gate, [good], [solved], known=[never_replayed])
+    assert passed[0].provenance.replay_verdict == "success"
+    assert len(list((tmp_path / "replays").glob("*.json"))) == 1
+
+
 def test_replay_reads_open_parameters_off_the_source_steps(solved: Trajectory) -> None:
     [good], _ = induce_rule([solved], admission="gt")
     untemplated = good.model_copy(update={"description": "Log in."})  # the goal no longer binds anything

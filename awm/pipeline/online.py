@@ -102,7 +102,9 @@ def commit_point(ctx: PipelineContext, task: Task, batch: list[Trajectory], mess
         return f"no workflow: {outcome.reason}"
     from awm.pipeline.replay import verify_for_arm
 
-    candidates, refused = verify_for_arm(ctx, outcome.candidates, admitted.admitted)
+    head = store.head(task.scope)
+    known = head.workflows if head is not None else []
+    candidates, refused = verify_for_arm(ctx, outcome.candidates, admitted.admitted, known)
     if not candidates:
         return "replay refused every candidate: " + "; ".join(refused)
     version = commit_stage(

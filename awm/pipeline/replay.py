@@ -181,19 +181,41 @@ class ReplayGate:
 
 
 def verify_candidates(
-    gate: ReplayGate, candidates: Sequence[Workflow], batch: Sequence[Trajectory]
+    gate: ReplayGate,
+    candidates: Sequence[Workflow],
+    batch: Sequence[Trajectory],
+    known: Sequence[Workflow] = (),
 ) -> tuple[list[Workflow], list[str]]:
     """The candidates whose replay on their source trajectory succeeded (with the replay in their
     provenance), and one line per refused candidate saying which sub-step broke or why. A part
     (`Provenance.part_of`) is a slice of its whole's run: admitted when its whole is, or when another
-    admitted whole calls it (one part taught by two templates), with that replay."""
+    admitted whole calls it (one part taught by two templates), with that replay.
+
+    A candidate with the same steps as a workflow of `known` (the scope's head) that a replay already
+    admitted is not replayed again: the merge keeps that workflow and only adds the candidate's
+    trajectory to its provenance (`merge_workflows`, "same steps"), so a second replay could change
+    nothing but the run's time. Online memory re-learns the workflow it just ran after every solved
+    episode; on the arena each such replay costs ~12 s of a 2-core machine."""
     by_id = {t.trajectory_id: t for t in batch}
     library = {w.name: w for w in candidates}
+    verified = {
+        w.abstract_signature(): w for w in known if w.steps and w.provenance.replay_trajectory_id
+    }
     passed: list[Workflow] = []
     refused: list[str] = []
     for workflow in candidates:
         if workflow.provenance.part_of:
             continue  # admitted with its whole, below
+        same = verified.get(workflow.abstract_signature()) if workflow.steps else None
+        if same is not None:
+            provenance = workflow.provenance.model_copy(
+                update={
+                    "replay_trajectory_id": same.provenance.replay_trajectory_id,
+                    "replay_verdict": f"same steps as '{same.name}', admitted by its replay",
+                }
+            )
+            passed.append(workflow.model_copy(update={"provenance": provenance}))
+            continue
         source = next((by_id[i] for i in workflow.provenance.trajectory_ids if i in by_id), None)
         if source is None:
             refused.append(f"{workflow.name}: its source trajectory is not in this batch")
@@ -232,10 +254,13 @@ class ArmWithGate(Protocol):
 
 
 def verify_for_arm(
-    ctx: ArmWithGate, candidates: Sequence[Workflow], admitted: Sequence[Trajectory]
+    ctx: ArmWithGate,
+    candidates: Sequence[Workflow],
+    admitted: Sequence[Trajectory],
+    known: Sequence[Workflow] = (),
 ) -> tuple[list[Workflow], list[str]]:
     """`verify_candidates` when the arm asks for it (``verify = "replay"``), else every candidate as is.
-    The one entry point of the online and offline commit paths."""
+    The one entry point of the online and offline commit paths; `known` is the scope's head."""
     if ctx.config.verify != "replay":
         return list(candidates), []
-    return verify_candidates(ctx.replay_gate(), candidates, admitted)
+    return verify_candidates(ctx.replay_gate(), candidates, admitted, known)
