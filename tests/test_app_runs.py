@@ -93,7 +93,13 @@ def test_clicking_an_episode_shows_its_steps_with_loaded_screenshots(served: tup
     assert "login-user.html" in page.locator("#final-page + p").inner_text()
     page.click("details.final-page summary")
     assert page.locator("details.final-page pre").inner_text().strip()
+    # ... and its picture: the end state a failed episode shows nowhere else
+    page.wait_for_function("document.querySelector('#final-picture').complete")
+    assert page.eval_on_selector("#final-picture", "i => i.naturalWidth") > 0
+    full = page.get_attribute(".final-shot a", "href") or ""
+    assert full.endswith("/final/screenshot.png")
     snap(page, "episode")
+    assert page.request.get(base + full).body()[:4] == b"\x89PNG"
     page.close()
 
 

@@ -173,3 +173,5 @@ def test_screenshots_follow_step_indexes_not_the_order_steps_were_recorded() -> 
     for step, png in ((steps[1], b"sub1"), (steps[2], b"sub2"), (steps[0], b"call")):
         collect(trajectory, step, StepCapture(png=png))
     assert [c.png for c in collect.aligned(trajectory)] == [b"call", b"sub1", b"sub2"]
+    collect.keep_final(trajectory, StepCapture(png=b"end", final=True))  # the page after the last action: last
+    assert [c.png for c in collect.aligned(trajectory)] == [b"call", b"sub1", b"sub2", b"end"]

@@ -187,10 +187,14 @@ def test_end_episode_writes_row_and_trajectory_json_round_trip(recorder: RunReco
     traj.steps.append(make_step(2))  # never passed to record_step: end_episode back-fills it
     traj.end, traj.final_answer, traj.seconds = "done", "OK clicked", 4.25
     traj.verdict = Verdict(reward=1.0)
+    recorder.record_final(traj, StepCapture(png=PNG + b"end", html="<p>after</p>", final=True))
     recorder.end_episode(traj)
 
     assert traj.steps[1].screenshot == "screenshots/ep-0001/1.png"
     assert (recorder.run_dir / "screenshots" / "ep-0001" / "1.png").read_bytes() == PNG
+    assert traj.meta["final_screenshot"] == "screenshots/ep-0001/final.png"  # the page after the last action
+    assert (recorder.run_dir / "screenshots" / "ep-0001" / "final.png").read_bytes() == PNG + b"end"
+    assert (recorder.run_dir / "pages" / "ep-0001" / "final.html").read_text() == "<p>after</p>"
     path = recorder.run_dir / "trajectories" / "ep-0001.json"
     assert load_trajectory(path) == traj
     with open_run(recorder.run_dir) as db:

@@ -19,7 +19,7 @@ from awm.config import BrowserSettings
 from awm.errors import PromptTooLargeError
 from awm.trajectory import Step, Task, Trajectory
 from awm.webarena.env import BrowserSession
-from awm.webarena.harness import Decision, DecisionContext, HarnessConfig, run_episode
+from awm.webarena.harness import Decision, DecisionContext, HarnessConfig, StepCapture, run_episode
 from awm.webarena.policies import MiniWobScriptedPolicy, ScriptedPolicy
 
 pytestmark = pytest.mark.browser
@@ -308,6 +308,23 @@ class OversizedPolicy:
 
     def decide(self, ctx: DecisionContext) -> Decision:
         raise PromptTooLargeError("the fixed parts need 9,000 tokens; the window leaves 3,840")
+
+
+def test_the_page_after_the_last_action_is_handed_over_as_the_final_frame(session: BrowserSession, base_url: str):
+    captures: list[StepCapture | None] = []
+    finals: list[StepCapture] = []
+    policy = LabelScript(["click('{Help}')"])
+    trajectory = run_episode(
+        session, policy, fixture_task(base_url, "disabled"), HarnessConfig(max_steps=1),
+        on_step=lambda t, s, capture: captures.append(capture), on_final=lambda t, capture: finals.append(capture),
+    )  # fmt: skip
+    [step_capture] = captures
+    [final] = finals
+    assert final.final and not step_capture.final
+    assert final.png is not None and final.png.startswith(b"\x89PNG") and final.png != step_capture.png
+    shown = ">help shown</p>"  # the paragraph's text (the button's onclick attribute spells it too)
+    assert shown in (final.html or "") and shown not in (step_capture.html or "")
+    assert "help shown" in trajectory.meta["final_observation"]  # what the judge reads, the same page
 
 
 def test_oversized_prompt_ends_the_episode_as_context_overflow(session: BrowserSession, base_url: str):

@@ -157,11 +157,15 @@ def arena_groups(episodes: Sequence[EpisodeRow]) -> list[TemplateGroup]:
 StepImage = Literal["screenshot.png", "picture.png"]
 
 
-def screenshot_url(run_key: str, episode_id: str, index: int, image: StepImage = "screenshot.png") -> str:
+def screenshot_url(
+    run_key: str, episode_id: str, index: int | Literal["final"], image: StepImage = "screenshot.png"
+) -> str:
     """The API address of one step's screenshot (the full frame), or with `image="picture.png"` of its
-    picture (cropped to the page, the target marked: `awm.app.pictures`): the only place that spells
-    them (the episode page, its JSON and the live stream's step events all link through here)."""
-    return f"/api/runs/{quote(run_key, safe='')}/episodes/{quote(episode_id, safe='')}/steps/{index}/{image}"
+    picture (cropped to the page, the target marked: `awm.app.pictures`); `index="final"`: the page
+    after the episode's last action. The only place that spells them (the episode page, its JSON and
+    the live stream's step events all link through here)."""
+    episode = f"/api/runs/{quote(run_key, safe='')}/episodes/{quote(episode_id, safe='')}"
+    return f"{episode}/final/{image}" if index == "final" else f"{episode}/steps/{index}/{image}"
 
 
 class RunListing(BaseModel):

@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, Query, Request
@@ -24,8 +24,8 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from awm.errors import AwmError
 from awm.pipeline.summary import live_facts, summarize_episode
-from awm.traces.db import EpisodeRow, RunDatabase, StepRow
-from awm.trajectory import Trajectory
+from awm.traces.db import EpisodeRow, RunDatabase, StepRow, screenshot_relpath
+from awm.trajectory import Box, Trajectory
 
 from .catalog import Catalog, Folder, NotServed, arm_place, file_in
 from .memory_pages import version_url
@@ -33,6 +33,7 @@ from .pictures import step_picture
 from .runs import (
     STATUSES,
     RunListing,
+    StepImage,
     ablation_listing,
     arena_groups,
     call_values,
@@ -206,6 +207,14 @@ def register_routes(app: FastAPI) -> None:
         path, step = _screenshot_of(ctx, run, episode, index)
         return Response(ctx.pictures.picture(path, step.box), media_type="image/png")
 
+    @app.get("/api/runs/{run}/episodes/{episode}/final/{image}")
+    def api_final_frame(run: str, episode: str, image: StepImage, ctx: Ctx) -> Response:
+        """The page after the episode's last action: the full frame, or its picture (cropped to the page)."""
+        path = file_in(_run(ctx, run), screenshot_relpath(episode, "final"))
+        if image == "screenshot.png":
+            return FileResponse(path, media_type="image/png")
+        return Response(ctx.pictures.picture(path, None), media_type="image/png")
+
     @app.get("/")
     def runs_page(
         request: Request, ctx: Ctx, status: Annotated[str, Query()] = "", q: Annotated[str, Query()] = ""
@@ -270,22 +279,28 @@ def episode_view_data(
         "step_counts": step_counts(row.model_steps, row.sub_steps), "tree": tree, "call_values": values,
         "shots": shots, "memory_url": memory_url, "workflows_used": trajectory.workflows_used,
         "live_facts": live_facts(summary) if live else [], "embedded": embed,
-        "final_page": _final_page(trajectory),
+        "final_page": _final_page(folder, trajectory, embed),
     }  # fmt: skip
 
 
 class FinalPage(BaseModel):
-    """The page after the episode's last action, as the harness recorded it (`meta["final_observation"]`)."""
+    """The page after the episode's last action, as the harness recorded it (`meta["final_observation"]`,
+    and its screenshot, `meta["final_screenshot"]`, as the step cards show theirs)."""
 
     url: str
     text: str
+    shot: StepShot | None = None
 
 
-def _final_page(trajectory: Trajectory) -> FinalPage | None:
+def _final_page(folder: Folder, trajectory: Trajectory, embed: bool) -> FinalPage | None:
     text, url = trajectory.meta.get("final_observation"), trajectory.meta.get("final_url")
     if not isinstance(text, str) or not text:
         return None  # recorded before the harness kept it, or the episode never opened a page
-    return FinalPage(url=url if isinstance(url, str) else "", text=text)
+    shot = None
+    recorded = trajectory.meta.get("final_screenshot")
+    if isinstance(recorded, str) and recorded:
+        shot = _images(folder, trajectory.trajectory_id, "final", recorded, None, embed)
+    return FinalPage(url=url if isinstance(url, str) else "", text=text, shot=shot)
 
 
 class StepShot(BaseModel):
@@ -296,22 +311,29 @@ class StepShot(BaseModel):
 
 
 def _shot(folder: Folder, episode_id: str, step: StepRow, embed: bool) -> StepShot | None:
-    """The step's images as the API's addresses, or embedded as `data:` URLs (an export: read through
-    the catalog's checks; None when the file is missing)."""
+    """The step's images (`_images`)."""
+    return _images(folder, episode_id, step.idx, step.screenshot or "", step.box, embed)
+
+
+def _images(
+    folder: Folder, episode_id: str, index: int | Literal["final"], relpath: str, box: Box | None, embed: bool
+) -> StepShot | None:
+    """A recorded screenshot's images as the API's addresses, or embedded as `data:` URLs (an export:
+    read through the catalog's checks; None when the file is missing)."""
     if not embed:
         return StepShot(
-            picture=screenshot_url(folder.key, episode_id, step.idx, "picture.png"),
-            full=screenshot_url(folder.key, episode_id, step.idx),
+            picture=screenshot_url(folder.key, episode_id, index, "picture.png"),
+            full=screenshot_url(folder.key, episode_id, index),
         )
     import base64
 
     try:
-        path = file_in(folder, step.screenshot or "")
+        path = file_in(folder, relpath)
     except NotServed:
         return None
     png = path.read_bytes()
     as_url = "data:image/png;base64,{}".format
-    return StepShot(picture=as_url(base64.b64encode(step_picture(png, step.box)).decode()), full=as_url(base64.b64encode(png).decode()))
+    return StepShot(picture=as_url(base64.b64encode(step_picture(png, box)).decode()), full=as_url(base64.b64encode(png).decode()))
 
 
 def validation_message(errors: Sequence[Any]) -> str:

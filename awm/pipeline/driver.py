@@ -189,6 +189,9 @@ class _Stream:
             recorder.start_episode(trajectory)
             for step, capture in zip(trajectory.steps, captures, strict=False):
                 recorder.record_step(trajectory, step, capture)
+        for final in captures[len(trajectory.steps) :]:  # the page after the last action, when taken
+            if final is not None:
+                recorder.record_final(trajectory, final)
         recorder.end_episode(trajectory)
         self.in_flight.discard(job.task.key)
         self.trajectories[job.task.key] = trajectory

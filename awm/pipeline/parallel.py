@@ -24,7 +24,7 @@ from awm.pipeline.policy import PolicyFactory
 from awm.proctree import kill_process_tree
 from awm.trajectory import Step, Task, Trajectory, Verdict
 from awm.webarena.env import BrowserSession
-from awm.webarena.harness import HarnessConfig, StepCallback, StepCapture, run_episode
+from awm.webarena.harness import FinalCallback, HarnessConfig, StepCallback, StepCapture, run_episode
 
 ParallelBackend = Literal["local", "ray"]
 
@@ -71,7 +71,8 @@ class AllJobs:
 
 
 # Called in the driver as each episode ends: the job, the trajectory, one capture (screenshot and page
-# HTML) per step (None where nothing was taken, or where the step was already handed over live).
+# HTML) per step (None where nothing was taken, or where the step was already handed over live), and
+# after them, when one was taken, the final page's (`StepCapture.final`).
 ResultCallback = Callable[[EpisodeJob, Trajectory, list[StepCapture | None]], None]
 # In-process runs only: called as each step happens (for live recording).
 LiveStepCallback = Callable[[EpisodeJob, Trajectory, Step, StepCapture | None], None]
@@ -159,12 +160,14 @@ def solve_job(
     factory: PolicyFactory,
     harness_config: HarnessConfig,
     on_step: StepCallback | None = None,
+    on_final: FinalCallback | None = None,
 ) -> Trajectory:
     """One episode of a job, in whichever process holds the browser."""
     policy = factory(job.task, job.view)
     trajectory = run_episode(
-        session, policy, job.task, harness_config, on_step=on_step, trajectory_id=job.trajectory_id
-    )
+        session, policy, job.task, harness_config, on_step=on_step, on_final=on_final,
+        trajectory_id=job.trajectory_id,
+    )  # fmt: skip
     trajectory.meta["worker_pid"] = os.getpid()  # which process solved it (the driver's, or a worker's)
     return trajectory
 
@@ -187,17 +190,23 @@ def killed_trajectory(job: EpisodeJob, *, seconds: float, reason: str, backend: 
 
 class _Captures:
     """The step callback that keeps each step's capture (screenshot, page HTML) by step index, and the
-    list of them in the trajectory's step order. By index, not by call order: a `run_workflow` step is
-    recorded after the sub-steps it called, which come after it in the trajectory."""
+    list of them in the trajectory's step order, the final page's last (`ResultCallback`). By index, not
+    by call order: a `run_workflow` step is recorded after the sub-steps it called, which come after it
+    in the trajectory."""
 
     def __init__(self) -> None:
         self.by_index: dict[int, StepCapture | None] = {}
+        self.final: StepCapture | None = None
 
     def __call__(self, _trajectory: Trajectory, step: Step, capture: StepCapture | None) -> None:
         self.by_index[step.index] = capture
 
+    def keep_final(self, _trajectory: Trajectory, capture: StepCapture) -> None:
+        self.final = capture
+
     def aligned(self, trajectory: Trajectory) -> list[StepCapture | None]:
-        return [self.by_index.get(step.index) for step in trajectory.steps]
+        steps = [self.by_index.get(step.index) for step in trajectory.steps]
+        return steps if self.final is None else [*steps, self.final]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -226,11 +235,13 @@ def _run_in_process(
                 ) -> None:
                     on_step(job, trajectory, step, capture)
 
-                trajectory = solve_job(session, job, factory, harness_config, live)
+                collect = _Captures()  # the steps went over live; the final page comes with the result
+                trajectory = solve_job(session, job, factory, harness_config, live, collect.keep_final)
                 captures: list[StepCapture | None] = [None] * len(trajectory.steps)
+                captures += [collect.final] if collect.final is not None else []
             else:
                 collect = _Captures()
-                trajectory = solve_job(session, job, factory, harness_config, collect)
+                trajectory = solve_job(session, job, factory, harness_config, collect, collect.keep_final)
                 captures = collect.aligned(trajectory)
             on_result(job, trajectory, captures)
             queue.extend(source.ready())
@@ -260,7 +271,7 @@ def _local_worker_main(
             try:
                 collect = _Captures()
                 job = EpisodeJob.model_validate_json(message)
-                trajectory = solve_job(session, job, factory, harness_config, collect)
+                trajectory = solve_job(session, job, factory, harness_config, collect, collect.keep_final)
                 conn.send(("done", trajectory.to_json(), collect.aligned(trajectory)))
             except Exception:  # a bug: the driver stops the run and shows this traceback
                 conn.send(("bug", traceback.format_exc(), None))
@@ -476,8 +487,9 @@ def _ray_solve(
     collect = _Captures()
     job = EpisodeJob.model_validate_json(job_json)
     trajectory = solve_job(
-        _RAY_WORKER["session"], job, factory, HarnessConfig.model_validate_json(harness_json), collect
-    )
+        _RAY_WORKER["session"], job, factory, HarnessConfig.model_validate_json(harness_json), collect,
+        collect.keep_final,
+    )  # fmt: skip
     return trajectory.to_json(), collect.aligned(trajectory)
 
 

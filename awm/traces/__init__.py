@@ -51,8 +51,9 @@ __all__ = [
 PAGES_DIR = "pages"
 
 
-def page_relpath(episode_id: str, index: int) -> str:
-    """A step's page HTML, relative to the run folder: `pages/<safe episode name>/<index>.html`."""
+def page_relpath(episode_id: str, index: int | str) -> str:
+    """A step's page HTML, relative to the run folder: `pages/<safe episode name>/<index>.html` (`final`:
+    the page after the last action)."""
     return f"{PAGES_DIR}/{safe_name(episode_id)}/{index}.html"
 
 
@@ -145,6 +146,18 @@ class RunRecorder:
                 data=step_data(step, prompt_hash=step.prompt_hash, screenshot=screenshot),
             )
         )
+
+    def record_final(self, trajectory: Trajectory, capture: StepCapture) -> None:
+        """Keep the page after the episode's last action: `screenshots/<episode>/final.png` (its path in
+        `meta["final_screenshot"]`, so the trajectory JSON written at episode end points to it) and
+        `pages/<episode>/final.html`. A failed episode's end state is only visible here."""
+        episode_id = trajectory.trajectory_id
+        if capture.png is not None:
+            path = screenshot_relpath(episode_id, "final")
+            write_bytes_atomic(self.run_dir / path, capture.png)
+            trajectory.meta["final_screenshot"] = path
+        if capture.html is not None:
+            write_text_atomic(self.run_dir / page_relpath(episode_id, "final"), capture.html)
 
     def end_episode(self, trajectory: Trajectory) -> None:
         """Close the episode: final row (end, verdict, seconds, tokens), any steps not yet recorded,

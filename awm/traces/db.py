@@ -127,8 +127,9 @@ def trajectory_path(run_dir: Path, episode_id: str) -> Path:
     return Path(run_dir) / "trajectories" / f"{safe_name(episode_id)}.json"
 
 
-def screenshot_relpath(episode_id: str, index: int) -> str:
-    """Screenshot path relative to the run folder, as stored in the step row and in `Step.screenshot`."""
+def screenshot_relpath(episode_id: str, index: int | str) -> str:
+    """Screenshot path relative to the run folder, as stored in the step row and in `Step.screenshot`;
+    `index="final"` names the page after the episode's last action (`meta["final_screenshot"]`)."""
     return f"screenshots/{safe_name(episode_id)}/{index}.png"
 
 

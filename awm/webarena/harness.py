@@ -96,18 +96,22 @@ class StepCapture(BaseModel):
 
     png: bytes | None = None
     html: str | None = None
+    final: bool = False  # the page after the episode's last action, not a step's page (`FinalCallback`)
 
     @classmethod
-    def of(cls, page: PageState | None) -> StepCapture | None:
+    def of(cls, page: PageState | None, *, final: bool = False) -> StepCapture | None:
         """The page's screenshot and HTML, made now (None: no page, or nothing taken)."""
         if page is None:
             return None
         # PNG encoding (~30 ms a page) and the HTML happen here, and only when someone records the step.
-        capture = cls(png=page.screenshot_png(), html=page.html())
+        capture = cls(png=page.screenshot_png(), html=page.html(), final=final)
         return capture if capture.png is not None or capture.html is not None else None
 
 
 StepCallback = Callable[[Trajectory, Step, StepCapture | None], None]
+# Called once as an episode ends, with the page after its last action (the end state a failed episode
+# never showed in a step's picture); a recorder keeps it as the episode's final frame.
+FinalCallback = Callable[[Trajectory, StepCapture], None]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -329,12 +333,15 @@ def run_episode(
     config: HarnessConfig,
     *,
     on_step: StepCallback | None = None,
+    on_final: FinalCallback | None = None,
     trajectory_id: str | None = None,
 ) -> Trajectory:
     """Solve one task with `policy` on `session` under `config`'s limits: the one way an episode runs.
 
-    Every step is recorded and handed to `on_step`, whatever happens. The trajectory holds a copy of
-    the task with the page's goal, and the memory view the policy was given (scope and version).
+    Every step is recorded and handed to `on_step`, whatever happens; `on_final` gets the page after
+    the last action once the episode ends (not when the page never opened or the browser broke). The
+    trajectory holds a copy of the task with the page's goal, and the memory view the policy was given
+    (scope and version).
     """
     started = time.monotonic()
     view = getattr(policy, "memory", None)
@@ -395,7 +402,7 @@ def run_episode(
             break
         finally:
             _record(trajectory, step, shown, on_step, session.secrets)
-    return _finish(trajectory, end, session, started)
+    return _finish(trajectory, end, session, started, on_final)
 
 
 def _observe_after_failure(session: BrowserSession, step: Step) -> tuple[PageState, str]:
@@ -563,7 +570,13 @@ def _control_for(session: BrowserSession, action: Action) -> ControlInfo | None:
         return None
 
 
-def _finish(trajectory: Trajectory, end: EpisodeEnd, session: BrowserSession, started: float) -> Trajectory:
+def _finish(
+    trajectory: Trajectory,
+    end: EpisodeEnd,
+    session: BrowserSession,
+    started: float,
+    on_final: FinalCallback | None = None,
+) -> Trajectory:
     trajectory = _finished(trajectory, end, session, started)
     final = session.last_page if end != "env_error" else None
     if final is not None:
@@ -571,7 +584,11 @@ def _finish(trajectory: Trajectory, end: EpisodeEnd, session: BrowserSession, st
         # judge reads (`evidence.final_page`) and the episode page shows as the episode's end state.
         trajectory.meta["final_observation"] = final.text
         trajectory.meta["final_url"] = final.url
-    return session.secrets.redact_model(trajectory)
+    trajectory = session.secrets.redact_model(trajectory)
+    capture = StepCapture.of(final, final=True) if on_final is not None else None
+    if capture is not None and on_final is not None:
+        on_final(trajectory, capture)
+    return trajectory
 
 
 def _finished(trajectory: Trajectory, end: EpisodeEnd, session: BrowserSession, started: float) -> Trajectory:
