@@ -100,6 +100,13 @@ def test_clicking_an_episode_shows_its_steps_with_loaded_screenshots(served: tup
     assert full.endswith("/final/screenshot.png")
     snap(page, "episode")
     assert page.request.get(base + full).body()[:4] == b"\x89PNG"
+    # each recorded page's HTML, a click away, as text (its scripts never run in the app's origin)
+    links = page.eval_on_selector_all("a.page-html", "links => links.map(a => a.getAttribute('href'))")
+    assert len(links) == 4 and links[-1].endswith("/final/page.html") and links[0].endswith("/steps/0/page.html")
+    for link in (links[0], links[-1]):
+        response = page.request.get(base + link)
+        assert response.headers["content-type"].startswith("text/plain")
+        assert response.headers["x-content-type-options"] == "nosniff" and 'bid="' in response.text()
     page.close()
 
 

@@ -168,6 +168,11 @@ def screenshot_url(
     return f"{episode}/final/{image}" if index == "final" else f"{episode}/steps/{index}/{image}"
 
 
+def page_url(run_key: str, episode_id: str, index: int | Literal["final"]) -> str:
+    """The API address of a step's recorded page HTML (served as text), or the final page's."""
+    return screenshot_url(run_key, episode_id, index).removesuffix("screenshot.png") + "page.html"
+
+
 class RunListing(BaseModel):
     """One line of the runs page (and of `GET /api/runs`)."""
 

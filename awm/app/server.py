@@ -24,6 +24,7 @@ from starlette.middleware.trustedhost import TrustedHostMiddleware
 
 from awm.errors import AwmError
 from awm.pipeline.summary import live_facts, summarize_episode
+from awm.traces import page_relpath
 from awm.traces.db import EpisodeRow, RunDatabase, StepRow, screenshot_relpath
 from awm.trajectory import Box, Trajectory
 
@@ -39,6 +40,7 @@ from .runs import (
     call_values,
     decided_by,
     episode_status,
+    page_url,
     read_run,
     run_listing,
     screenshot_url,
@@ -126,6 +128,15 @@ def _episode_in(db: RunDatabase, folder: Folder, episode_id: str) -> tuple[Episo
     return row, db.steps(episode_id)
 
 
+def _recorded_page(path: Path) -> Response:
+    """A recorded page's HTML as plain text: it is a record to read, and the page's own scripts must never
+    run in the app's origin (`nosniff` keeps a browser from guessing otherwise)."""
+    return Response(
+        path.read_text(errors="replace"), media_type="text/plain; charset=utf-8",
+        headers={"X-Content-Type-Options": "nosniff"},
+    )  # fmt: skip
+
+
 def _screenshot_of(ctx: AppContext, run: str, episode: str, index: int) -> tuple[Path, StepRow]:
     """The file of a step's screenshot, through the catalog's checks, and the step; `NotServed` else."""
     folder = _run(ctx, run)
@@ -206,6 +217,16 @@ def register_routes(app: FastAPI) -> None:
         """The step's picture: its screenshot cropped to the page's content, the acted element marked."""
         path, step = _screenshot_of(ctx, run, episode, index)
         return Response(ctx.pictures.picture(path, step.box), media_type="image/png")
+
+    @app.get("/api/runs/{run}/episodes/{episode}/steps/{index}/page.html")
+    def api_step_page(run: str, episode: str, index: int, ctx: Ctx) -> Response:
+        """The page a step decided on, as recorded (`[browser] pages`)."""
+        return _recorded_page(file_in(_run(ctx, run), page_relpath(episode, index)))
+
+    @app.get("/api/runs/{run}/episodes/{episode}/final/page.html")
+    def api_final_page(run: str, episode: str, ctx: Ctx) -> Response:
+        """The page after the episode's last action, as recorded."""
+        return _recorded_page(file_in(_run(ctx, run), page_relpath(episode, "final")))
 
     @app.get("/api/runs/{run}/episodes/{episode}/final/{image}")
     def api_final_frame(run: str, episode: str, image: StepImage, ctx: Ctx) -> Response:
@@ -304,10 +325,12 @@ def _final_page(folder: Folder, trajectory: Trajectory, embed: bool) -> FinalPag
 
 
 class StepShot(BaseModel):
-    """A step card's images: its picture (cropped, target marked) and the full frame, as URLs."""
+    """A step card's images: its picture (cropped, target marked) and the full frame, as URLs; and the
+    page's recorded HTML, as text (None: not recorded, or an export)."""
 
     picture: str
     full: str
+    page: str | None = None
 
 
 def _shot(folder: Folder, episode_id: str, step: StepRow, embed: bool) -> StepShot | None:
@@ -321,9 +344,11 @@ def _images(
     """A recorded screenshot's images as the API's addresses, or embedded as `data:` URLs (an export:
     read through the catalog's checks; None when the file is missing)."""
     if not embed:
+        recorded = (folder.path / page_relpath(episode_id, index)).is_file()
         return StepShot(
             picture=screenshot_url(folder.key, episode_id, index, "picture.png"),
             full=screenshot_url(folder.key, episode_id, index),
+            page=page_url(folder.key, episode_id, index) if recorded else None,
         )
     import base64
 
