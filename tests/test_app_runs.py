@@ -169,12 +169,17 @@ def test_traces_export_html_is_one_self_contained_file(served: tuple[str, Path],
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     html = out.read_text()
-    # each step's picture and its full frame, embedded
-    assert html.count("data:image/png;base64,") == 8 and "/api/" not in html and "/static/" not in html
+    # each step's picture and its full frame, and each episode's final frame, embedded
+    assert html.count("data:image/png;base64,") == 12 and "/api/" not in html and "/static/" not in html
     page = chromium.new_page()
     page.goto(out.as_uri())
     widths = page.eval_on_selector_all("section.step img", "imgs => imgs.map(i => i.naturalWidth)")
     assert len(widths) == 4 and all(w > 0 for w in widths)
+    page.locator(".final-shot img").last.scroll_into_view_if_needed()  # loaded lazily, as the steps' are
+    page.wait_for_function("[...document.querySelectorAll('.final-shot img')].every(i => i.complete)")
+    finals = page.eval_on_selector_all(".final-shot img", "imgs => imgs.map(i => i.naturalWidth)")
+    assert len(finals) == 2 and all(w > 0 for w in finals)
+    assert page.locator("a.page-html").count() == 0  # the API is not there: no link to it
     assert "login-user" in page.inner_text("main") and "click-test" in page.inner_text("main")
     snap(page, "export")
     page.close()
