@@ -26,18 +26,11 @@ DEFAULT_CONFIG = PROJECT_ROOT / "configs" / "sites-demo.toml"
 
 def train_instances(tasks: list[str], task_files: list[str]) -> list[str]:
     """`site.template#n` for every train instance (the ones with a demonstration) of the templates
-    that `tasks` names (a template or a whole site), in their order."""
-    from awm.sites.templates import load_templates
+    that `tasks` names (a template or a whole site), in their order (`site_tasks`, which checks them)."""
+    from awm.webarena.tasks import site_tasks
 
-    templates = load_templates([Path(f) for f in task_files])
-    names: list[str] = []
-    for name in tasks:
-        key = name.removeprefix("browsergym/").removeprefix("sites.").partition("#")[0]
-        chosen = [t for t in templates.values() if key in (t.key, t.site)]
-        if not chosen:
-            raise ConfigError(f"[pipeline] tasks: '{name}' is no arena site or template (site.template)")
-        names.extend(f"{t.key}#{n}" for t in chosen for n in t.numbers("train"))
-    return list(dict.fromkeys(names))
+    found = site_tasks(tasks, None, task_files, split="train")
+    return list(dict.fromkeys(f"{t.task_id.removeprefix('browsergym/sites.')}#{t.seed}" for t in found))
 
 
 def demonstration_folders(config: Path) -> tuple[list[str], list[str], list[Path]]:

@@ -164,13 +164,17 @@ def screenshot_url(
     picture (cropped to the page, the target marked: `awm.app.pictures`); `index="final"`: the page
     after the episode's last action. The only place that spells them (the episode page, its JSON and
     the live stream's step events all link through here)."""
-    episode = f"/api/runs/{quote(run_key, safe='')}/episodes/{quote(episode_id, safe='')}"
-    return f"{episode}/final/{image}" if index == "final" else f"{episode}/steps/{index}/{image}"
+    return _step_file_url(run_key, episode_id, index, image)
 
 
 def page_url(run_key: str, episode_id: str, index: int | Literal["final"]) -> str:
     """The API address of a step's recorded page HTML (served as text), or the final page's."""
-    return screenshot_url(run_key, episode_id, index).removesuffix("screenshot.png") + "page.html"
+    return _step_file_url(run_key, episode_id, index, "page.html")
+
+
+def _step_file_url(run_key: str, episode_id: str, index: int | Literal["final"], name: str) -> str:
+    episode = f"/api/runs/{quote(run_key, safe='')}/episodes/{quote(episode_id, safe='')}"
+    return f"{episode}/final/{name}" if index == "final" else f"{episode}/steps/{index}/{name}"
 
 
 class RunListing(BaseModel):

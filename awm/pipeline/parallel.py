@@ -228,6 +228,8 @@ def _run_in_process(
     with BrowserSession(env_config) as session:
         while queue:
             job = queue.popleft()
+            collect = _Captures()
+            step_callback: StepCallback = collect
             if on_step is not None:  # each step (and its capture) goes to the driver as it happens
 
                 def live(
@@ -235,15 +237,9 @@ def _run_in_process(
                 ) -> None:
                     on_step(job, trajectory, step, capture)
 
-                collect = _Captures()  # the steps went over live; the final page comes with the result
-                trajectory = solve_job(session, job, factory, harness_config, live, collect.keep_final)
-                captures: list[StepCapture | None] = [None] * len(trajectory.steps)
-                captures += [collect.final] if collect.final is not None else []
-            else:
-                collect = _Captures()
-                trajectory = solve_job(session, job, factory, harness_config, collect, collect.keep_final)
-                captures = collect.aligned(trajectory)
-            on_result(job, trajectory, captures)
+                step_callback = live  # `collect` keeps only the final page: the steps went over live
+            trajectory = solve_job(session, job, factory, harness_config, step_callback, collect.keep_final)
+            on_result(job, trajectory, collect.aligned(trajectory))
             queue.extend(source.ready())
 
 

@@ -13,11 +13,14 @@ import os
 import tomllib
 from collections.abc import Mapping, MutableMapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from awm.errors import ConfigError
 from awm.trajectory import Task
+
+if TYPE_CHECKING:
+    from awm.sites.templates import Split
 
 Benchmark = Literal["miniwob", "webarena", "browsergym", "live", "sites"]
 BENCHMARKS: tuple[str, ...] = ("miniwob", "webarena", "browsergym", "live", "sites")
@@ -132,10 +135,13 @@ def live_task(url: str, goal: str) -> Task:
     )
 
 
-def site_tasks(names: list[str], seeds: list[int] | None, task_files: list[str]) -> list[Task]:
+def site_tasks(
+    names: list[str], seeds: list[int] | None, task_files: list[str], *, split: Split = "test"
+) -> list[Task]:
     """Arena tasks: `site.template#n` is instance n; `site.template` its test instances (or the
-    instances `seeds` names); `site` every template of the site so. Checked against the templates
-    (awm's and `task_files`), so a typo fails before any site or browser starts."""
+    instances `seeds` names, or with `split="train"` its train instances); `site` every template of the
+    site so. Checked against the templates (awm's and `task_files`), so a typo fails before any site or
+    browser starts."""
     from pathlib import Path
 
     from awm.sites.templates import load_templates
@@ -160,7 +166,7 @@ def site_tasks(names: list[str], seeds: list[int] | None, task_files: list[str])
             elif seeds is not None:
                 wanted = [s for s in seeds if 0 <= s < len(template.instance)]
             else:
-                wanted = template.numbers("test")
+                wanted = template.numbers(split)
             for n in wanted:
                 tasks.append(
                     Task(
