@@ -9,9 +9,16 @@ episode (the loops), and the parse refusals (what the model wrote that the parse
 
 Why the split: the other MiniWoB++ tasks are held out; develop and measure on these only.
 
-Run: .venv/bin/python scripts/bench_miniwob.py [--tasks a,b] [--seeds 0-2] [--out DIR]
+Why fresh seeds: every rule of the agent was written from episodes of seeds 0-2, so a figure on those
+seeds flatters it. A MiniWoB++ seed draws another instance of the same task (other names, values,
+layouts); the same split on seeds never used while tuning (10-12) shows how much of the tuning-seed
+figure is over-fitting. `--side-by-side` prints such runs as columns of one table.
+
+Run: .venv/bin/python scripts/bench_miniwob.py [--tasks a,b] [--seeds 0-2] [--guidance off] [--out DIR]
      .venv/bin/python scripts/bench_miniwob.py --report DIR      (the tables of a finished run, no model)
      .venv/bin/python scripts/bench_miniwob.py --compare BEFORE AFTER   (two runs paired by task and seed)
+     .venv/bin/python scripts/bench_miniwob.py --side-by-side DIR DIR ...  (runs on other seeds or settings
+                                                                            as columns, no model)
 Writes DIR/bench_miniwob.md and DIR/bench_miniwob.json beside the run's own summary. About 35 minutes for
 the whole split on 2 cores.
 """
@@ -150,11 +157,48 @@ def compare(before_dir: Path, after_dir: Path, console: Console) -> dict:
     return result
 
 
+def _run_label(run_dir: Path, trajectories: list[Trajectory]) -> str:
+    """A run's column heading: its folder, seeds and guidance (from its own config record)."""
+    seeds = sorted({t.task.seed for t in trajectories if t.task.seed is not None})
+    span = f"{seeds[0]}-{seeds[-1]}" if seeds and seeds == list(range(seeds[0], seeds[-1] + 1)) else ",".join(map(str, seeds))
+    from awm.pipeline.state import PipelineState
+
+    with PipelineState(run_dir, create=False) as state:
+        guidance = state.load_config()[1].agent.guidance
+    return f"{run_dir.name} (seeds {span}, guidance {guidance})"
+
+
+def side_by_side(run_dirs: list[Path], console: Console) -> dict:
+    """Per task the episodes solved in each run, one column per run (not paired: the runs may draw
+    other seeds), and each run's overall figures; printed as one table and returned."""
+    runs = []
+    for run_dir in run_dirs:
+        trajectories = latest_trajectories(run_dir)
+        if not trajectories:
+            raise SystemExit(f"{run_dir}: no finished episodes (trajectories/*.json)")
+        rows = {r["task"]: r for r in task_rows(trajectories)}
+        runs.append({"run_dir": str(run_dir), "label": _run_label(run_dir, trajectories), "overall": overall(trajectories), "tasks": rows})
+    tasks = sorted({name for run in runs for name in run["tasks"]})
+    table = Table(title="MiniWoB++ development split, side by side")
+    table.add_column("task")
+    for run in runs:
+        table.add_column(run["label"], justify="right")
+    for name in tasks:
+        cells = [f"{r['solved']}/{r['episodes']}" if (r := run["tasks"].get(name)) else "-" for run in runs]
+        table.add_row(name, *cells)
+    table.add_row("all", *[f"{run['overall']['solved']}/{run['overall']['episodes']}" for run in runs], style="bold")
+    console.print(table)
+    return {"runs": [{k: v for k, v in run.items() if k != "tasks"} for run in runs],
+            "tasks": {name: [run["tasks"].get(name, {}).get("solved") for run in runs] for name in tasks}}  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--config", type=Path, default=SPLIT_CONFIG, help="the split's config (default: the dev split)")
     parser.add_argument("--tasks", help="comma list: only these tasks of the split")
     parser.add_argument("--seeds", help="seeds, e.g. 0-2 (default: the config's)")
+    parser.add_argument("--guidance", choices=("on", "off"), help="the agent's guidance filters (default: the config's)")
+    parser.add_argument("--side-by-side", type=Path, nargs="+", metavar="DIR", help="finished runs as columns of one table")
     parser.add_argument("--out", type=Path, help="run folder (default: runs/<time>-bench-miniwob); resumed if it exists")
     parser.add_argument("--report", type=Path, metavar="DIR", help="only print the tables of a finished run")
     parser.add_argument(
@@ -169,6 +213,10 @@ def main(argv: list[str] | None = None) -> int:
         result = compare(before_dir, after_dir, console) | {"before_dir": str(before_dir), "command": command}
         write_text_atomic(after_dir / "bench_paired.json", json.dumps(result, indent=2) + "\n")
         return 0
+    if args.side_by_side is not None:
+        result = side_by_side(args.side_by_side, console) | {"command": command}
+        write_text_atomic(args.side_by_side[-1] / "bench_side_by_side.json", json.dumps(result, indent=2) + "\n")
+        return 0
     if args.report is not None:
         report(args.report, console, command)
         return 0
@@ -178,7 +226,8 @@ def main(argv: list[str] | None = None) -> int:
     from awm.webarena.tasks import parse_seeds, split_names
 
     configure_runtime_env()
-    config, settings = load_pipeline_config(args.config)
+    overrides = {"settings": {"agent": {"guidance": args.guidance}}} if args.guidance else None
+    config, settings = load_pipeline_config(args.config, overrides)
     split = list(config.tasks)
     update: dict = {}
     if args.tasks:

@@ -224,3 +224,15 @@ def test_a_paragraph_named_by_its_place_is_the_text_to_highlight_and_the_others_
     assert [c.bid for c in state.pending] == ["16"] and state.waiting == {"13", "15", "17"}
     selected = Step(index=0, action={"name": "select_text", "args": {"bid": "16"}}, outcome="ok")
     assert guidance(page(lines, goal), goal, [selected]).waiting == {"15", "17"}  # Submit is free
+
+
+def test_a_value_to_type_holds_only_the_buttons_of_the_form_that_takes_it() -> None:
+    """A shop page with a cookie banner beside its search form: "Find Acme kettles" (a brand, an empty
+    field) held "Accept cookies" with Search. The banner's button submits nothing typed in the form."""
+    goal = "Find Acme kettles."
+    state = page([("3", "button", "Accept cookies", ""), ("8", "textbox", "Search", ""), ("9", "button", "Search", "")], goal)
+    assert guidance(state, goal, []).waiting == {"3", "9"}  # no forms known: every button waits, as before
+    state.forms = {"8": "f1", "9": "f1"}
+    assert guidance(state, goal, []).waiting == {"9"}
+    state.forms = {"9": "f1"}  # an empty field outside any form: no telling which button submits it
+    assert guidance(state, goal, []).waiting == {"3", "9"}

@@ -65,6 +65,9 @@ class PageState(BaseModel):
     secrets: Secrets = Field(default_factory=Secrets, exclude=True, repr=False)  # redacted from `html`
     # BrowserGym's extra element properties as observed (a reference, no copy): each element's box.
     properties: dict[str, Any] = Field(default_factory=dict, exclude=True, repr=False)
+    # Which form each element sits in (id -> form key, `Observation.forms`; an element outside any form
+    # is absent): what a form's own submit button is, as against a banner's button beside the form.
+    forms: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
     _png: bytes | None = PrivateAttr(default=None)
     _html: str | None = PrivateAttr(default=None)
 
@@ -559,7 +562,7 @@ class BrowserSession:
             fingerprint=snapshot.digest(),
             last_action_error=redact(sanitize_text(obs.get("last_action_error"), 400)),
             screenshot=shot, snapshot=snapshot, dom=page, secrets=self.secrets,
-            properties=obs.get("extra_element_properties") or {},
+            properties=obs.get("extra_element_properties") or {}, forms=built.forms,
         )  # fmt: skip
         return self.last_page
 

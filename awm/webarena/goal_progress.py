@@ -185,7 +185,8 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     - while a value the goal names is neither a control here, nor typed yet (no action used it and no
       field shows it), nor shown on any page so far (then it says where to look: "the email by Anne"),
       and the page has an empty text field (or, for a number, a slider), every button or clickable box
-      that is not a goal value waits;
+      that is not a goal value waits (only those of the empty fields' forms, where the page has forms:
+      `_held_for_typing`);
     - a control the goal names by its place ("the 3rd checkbox") is a goal control too, and the others
       of its kind wait (`ordinal_controls`);
     - a value typed in another letter case than the goal asks holds the buttons;
@@ -218,12 +219,14 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
         and not any(literal_in(x, text) for text in pages)
     ]
     names = [x for x in literals if x.kind == "name"]
-    to_find = names if names and all(x in untyped for x in names) and not _has_empty_field(page) else []
-    if not _has_empty_field(page):
+    to_find = names if names and all(x in untyped for x in names) and not _empty_fields(page) else []
+    if not _empty_fields(page):
         # A slider is never empty: a number not set yet waits for it all the same (use-slider: the model
         # clicked Submit with the slider wherever it started).
         untyped = [x for x in untyped if x.kind == "number" and _has_slider(page)]
-    waiting = _other_ids(page, literals, WAITING_ROLES) if pending or untyped else set()
+    waiting = _other_ids(page, literals, WAITING_ROLES) if pending else set()
+    if untyped:
+        waiting |= _held_for_typing(page, _other_ids(page, literals, WAITING_ROLES))
     for control in ordinals:
         # "the 3rd checkbox": the other checkboxes wait (form-sequence: the model ticked the 1st too).
         waiting |= _other_ids(page, [], frozenset({control.role}))
@@ -339,11 +342,26 @@ def _field_values(page: PageState, fields: Sequence[str] | None = None) -> list[
     return out
 
 
-def _has_empty_field(page: PageState) -> bool:
-    """Whether the page shows a text field with nothing in it that takes text now (not disabled)."""
-    return any(
-        "disabled" not in page.flags(bid) and not _field_values(page, [bid]) for bid in _text_fields(page)
-    )
+def _empty_fields(page: PageState) -> list[str]:
+    """The page's text fields with nothing in them that take text now (not disabled)."""
+    return [
+        bid for bid in _text_fields(page) if "disabled" not in page.flags(bid) and not _field_values(page, [bid])
+    ]
+
+
+def _held_for_typing(page: PageState, buttons: set[str]) -> set[str]:
+    """Of `buttons`, those that wait while a value the goal names is not typed yet: the buttons of the
+    forms that hold the empty fields, where every empty field is inside a form; else all of them.
+
+    Why: a button outside the form does not submit what is typed there. On an ordinary shop page ("Find
+    Acme kettles", an empty search field) the cookie banner's "Accept cookies" was held with the form's
+    own Search button, and the banner covered the page. A page without forms (MiniWoB++'s, many script
+    pages) says nothing of which button submits what: every button waits, as before."""
+    empty = _empty_fields(page)
+    forms = {page.forms.get(bid, "") for bid in empty}
+    if not empty or "" in forms:
+        return buttons
+    return {bid for bid in buttons if page.forms.get(bid, "") in forms}
 
 
 def _has_slider(page: PageState) -> bool:

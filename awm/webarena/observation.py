@@ -78,6 +78,7 @@ class Line:
     spelled: bool = False  # text drawn one character at a time, joined into one word (`join_spelled`)
     row: str = ""  # an element's row, list item or card: its text (`TargetDesc.row`)
     in_cell: bool = False  # a text line inside a table cell (`CELL_ROLES`): a value of its own, never spelled
+    form: str = ""  # the enclosing form's AXTree node id ("" outside any form): which fields a button submits
 
 
 @dataclass
@@ -92,6 +93,11 @@ class Observation:
     omitted: int = 0
     tokens: int = 0
     dialogs: list[str] = field(default_factory=list)
+
+    @property
+    def forms(self) -> dict[str, str]:
+        """Each element inside a form: its id -> the form's key (`Line.form`)."""
+        return {line.bid: line.form for line in self.lines if line.bid and line.form}
 
 
 def estimate_tokens(text: str) -> int:
@@ -183,6 +189,7 @@ class _Builder:
         self.in_boilerplate = 0  # depth of boilerplate regions around the node being walked
         self.rows: list[str] = []  # the texts of the rows (`ROW_ROLES`) around the node being walked
         self.in_cell = 0  # depth of table cells (`CELL_ROLES`) around the node being walked
+        self.forms: list[str] = []  # the AXTree node ids of the forms around the node being walked
         self.figures = figures or {}  # bid -> "small black digit" (`awm.webarena.figures`)
         self.text_ids = text_ids  # blocks of text carry their ids (`TEXT_BLOCK_ROLE`)
         self.by_id = {node["nodeId"]: node for node in self.nodes}
@@ -348,8 +355,13 @@ class _Builder:
             self.rows.append(sanitize_text(self.subtree_text(node, 200), self.name_chars))
         cell = role in CELL_ROLES
         self.in_cell += cell
+        form = role == "form"  # Chromium exposes every <form>, named or not, as a "form" node
+        if form:
+            self.forms.append(f"{frame}:{node['nodeId']}")
         for child in self.children(node):
             self.walk(child, frame, hidden, offscreen, covered)
+        if form:
+            self.forms.pop()
         self.in_cell -= cell
         if row:
             self.rows.pop()
@@ -430,6 +442,7 @@ class _Builder:
         line = Line(
             text=text, frame=frame, bid=bid, role=shown_role, label=label, key=f"{shown_role}:{label}:{bid}",
             value=value, flags=tuple(flags), offscreen=offscreen, hint=hint, row=row,
+            form=self.forms[-1] if self.forms else "",
         )  # fmt: skip
         self.lines.append(line)
         return label_source
