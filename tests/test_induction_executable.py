@@ -171,7 +171,7 @@ def test_click_links_with_different_labels_are_one_workflow_taught_by_both():
     )
     assert len(workflows) == 1
     assert workflows[0].provenance.trajectory_ids == ["a", "b"]
-    assert report.groups == {"click Faucibus": ["a", "b"]}
+    assert report.groups == {"click {link}": ["a", "b"]}  # named after its own label, not a teaching one
 
 
 def test_button_label_matches_the_quoted_part_whatever_its_case():

@@ -103,11 +103,11 @@ def test_manual_admission_asks_about_each_workflow(tmp_path: Path):
         load_inputs(FIXTURES, scope="miniwob"),
         mode="rule",
         admission="manual",
-        review=lambda w: asked.append(w.name) or "Submit" in w.name,
+        review=lambda w: asked.append(w.name) or "{button}" in w.name,
     )
     assert len(asked) == 2
-    assert [w.name for w in store.head("miniwob").workflows] == ["click Submit"]
-    assert result.report.declined == [n for n in asked if "Submit" not in n]
+    assert [w.name for w in store.head("miniwob").workflows] == ["click {button}"]  # the button the goal names
+    assert result.report.declined == [n for n in asked if "{button}" not in n]
 
 
 def test_jsonl_dataset_and_sorting_by_key(tmp_path: Path):

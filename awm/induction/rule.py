@@ -434,13 +434,17 @@ def step_reasoning(step: AbstractStep, plan: _StepPlan) -> str:
     return _substitute(thought, plan.thought_parts)
 
 
-def workflow_name(steps: Sequence[AbstractStep]) -> str:
-    """A readable name from the steps, e.g. ``fill Username, fill Password, click Log in``.
+def workflow_name(steps: Sequence[AbstractStep], labels: Sequence[str] | None = None) -> str:
+    """A readable name from the steps, e.g. ``fill Username, fill Password, click Log in``; `labels`
+    (the workflow's own, parameters in braces) replace the teaching labels step for step.
 
-    Named after the teaching labels even where a label became a parameter (``click Submit`` for
-    ``click {button}``): a name is for people to tell workflows apart, the steps say what varies.
+    Why the workflow's labels: named after the teaching labels, the ticket workflows of the arena were
+    called ``click VIEW TICKETS, ..., click Sync token invalid after...`` after one training ticket's
+    summary, and the next instance, about another ticket, learned a second workflow of the same steps
+    under the other summary's name; the model is shown the name when it picks a workflow.
     """
-    parts = [f"{s.action} {s.label or s.role}".strip() for s in steps]
+    shown = labels if labels is not None else [s.label for s in steps]
+    parts = [f"{s.action} {label or s.role}".strip() for s, label in zip(steps, shown, strict=True)]
     name = ", ".join(parts)
     return name if len(name) <= MAX_NAME_CHARS else name[: MAX_NAME_CHARS - 3].rstrip(", ") + "..."
 
@@ -494,7 +498,7 @@ def workflow_from_group(members: Sequence[AbstractTrajectory], *, admission: str
             )
         )
     return Workflow(
-        name=workflow_name(first.steps),
+        name=workflow_name(first.steps, [plan.label for plan in plans]),
         description=goal_template(members, plans),
         parameters=list(dict.fromkeys(n for plan in plans for n in plan.names)),
         steps=steps,
