@@ -18,6 +18,7 @@ from awm.evaluation.evidence import (
     SELF_ENDS,
     GoalLiteral,
     check_literals,
+    extra_choices,
     extract_goal_literals,
     field_cue,
     literal_in,
@@ -581,3 +582,25 @@ def test_a_goal_that_names_no_field_for_its_value_checks_nothing_more() -> None:
     assert pre_decide(trajectory('Search for "kettle" and press Go.', search)).label == "success"
     assert field_cue(GoalLiteral("kettle", "quoted"), 'Search for "kettle"') == "search"
     assert field_cue(GoalLiteral("ann", "quoted"), '"ann" is the user') is None
+
+
+# --- state the goal did not ask for -----------------------------------------------------------------
+
+
+def _ticks(*labels: str) -> list[Step]:
+    steps = [step(i, "click", {"bid": str(10 + i)}, role="checkbox", label=label) for i, label in enumerate(labels)]
+    return [*steps, step(len(labels), "click", {"bid": "30"}, role="button", label="Save")]
+
+
+def test_a_box_left_ticked_that_the_goal_does_not_name_is_a_failure_without_the_model() -> None:
+    """A settings page (not a benchmark page): "Tick Newsletter and Offers" done with Partners ticked too
+    used every value the goal names and ended the page, and was judged a success before."""
+    goal = "Tick Newsletter and Offers, then click Save."
+    assert pre_decide(trajectory(goal, _ticks("Newsletter", "Offers"))).rule == "values_used"
+    extra = pre_decide(trajectory(goal, _ticks("Newsletter", "Partners", "Offers")))
+    assert (extra.label, extra.rule) == ("failure", "extra_choice")
+    assert "'Partners' left ticked" in extra.reason
+    put_back = pre_decide(trajectory(goal, _ticks("Newsletter", "Partners", "Offers", "Partners")))
+    assert put_back.rule == "values_used"  # unticked again: no extra state
+    # A goal that names no box says nothing of which boxes belong: no failure by this rule.
+    assert extra_choices(trajectory("Accept the terms and click Save.", _ticks("I agree"))) == []

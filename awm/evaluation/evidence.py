@@ -299,6 +299,30 @@ def executed_actions(trajectory: Trajectory) -> list[Step]:
     return [s for s in trajectory.steps if s.outcome == "ok" and (s.action_str or s.action)]
 
 
+# Controls whose clicks add to a set of choices (each box is on or off by itself): what a goal that lists
+# the boxes to tick can be over-done on. A radio button or an option replaces the one before it, so a
+# wrong one chosen first and put right later leaves no extra state; those are not counted.
+MULTI_CHOICE_ROLES = frozenset({"checkbox", "switch", "menuitemcheckbox"})
+_TOGGLES = frozenset({"click", "check", "uncheck"})
+
+
+def extra_choices(trajectory: Trajectory) -> list[str]:
+    """The boxes the episode left ticked that the goal does not name, when it ticked ones the goal does
+    name (pure): "Select Jc and XMHY, then submit" done with 0QW ticked too set state the goal did not
+    ask for. A box clicked an even number of times was put back. Read from the executed actions, not
+    the page: the final page may have gone on (a form submitted), and a box named by a value is a box
+    the goal lists on any site ("Tick Newsletter and Offers"), so this holds off MiniWoB++ too."""
+    literals = extract_goal_literals(trajectory.task.goal)
+    clicks: dict[str, int] = {}
+    for step in executed_actions(trajectory):
+        target = step.target
+        if action_name(step) in _TOGGLES and target is not None and target.role in MULTI_CHOICE_ROLES and target.label:
+            clicks[target.label] = clicks.get(target.label, 0) + 1
+    ticked = [label for label, n in clicks.items() if n % 2]
+    named = {label for label in clicks if any(is_whole_value(x, label) for x in literals)}
+    return [label for label in ticked if label not in named] if named else []
+
+
 # --- the decision before any model ---------------------------------------------------------------
 
 PreLabel = Literal["failure", "success", "ask_model"]
@@ -309,12 +333,12 @@ class PreDecision:
     """What the trajectory settles alone: `failure` with a plain reason, `success` when every value the
     goal names was used, or `ask_model` with the checks.
 
-    `rule` names the rule that decided (`end`, `no_action`, `literal`, `too_few_actions`, `values_used`,
-    or `none` when the model is asked).
+    `rule` names the rule that decided (`end`, `no_action`, `literal`, `extra_choice`, `too_few_actions`,
+    `values_used`, or `none` when the model is asked).
     """
 
     label: PreLabel
-    rule: Literal["end", "no_action", "literal", "too_few_actions", "values_used", "none"]
+    rule: Literal["end", "no_action", "literal", "extra_choice", "too_few_actions", "values_used", "none"]
     reason: str
     checks: list[LiteralCheck] = field(default_factory=list)
 
@@ -324,7 +348,8 @@ class PreDecision:
 
 
 def pre_decide(trajectory: Trajectory) -> PreDecision:
-    """Failure by the end, by no executed action, by a missing goal value, or by fewer executed actions
+    """Failure by the end, by no executed action, by a missing goal value, by a box left ticked that the
+    goal does not name (`extra_choices`), or by fewer executed actions
     than the goal's action verbs; success when the page closed the task after the last action (`done`),
     the goal names values, executed actions used every one of them (typed, chosen, clicked by its
     label) and the goal names no position ("the 4th result") that values cannot show; else ask the
@@ -354,6 +379,10 @@ def pre_decide(trajectory: Trajectory) -> PreDecision:
     if missing:
         names = ", ".join(f"'{c.literal.text}'" for c in missing)
         return PreDecision("failure", "literal", f"goal value {names} not used or shown", checks)
+    extra = extra_choices(trajectory)
+    if extra:
+        names = ", ".join(f"'{label}'" for label in extra)
+        return PreDecision("failure", "extra_choice", f"{names} left ticked, which the goal does not name", checks)
     verbs = required_actions(trajectory.task.goal)
     if end != "infeasible" and len(executed) < len(verbs):
         reason = (
