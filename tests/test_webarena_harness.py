@@ -433,3 +433,41 @@ def test_a_link_the_browser_cannot_open_goes_back_and_says_so(session: BrowserSe
     result = session.execute(Action(name="click", args={"bid": link}))
     assert result.outcome == "action_error" and "could not be opened" in result.error
     assert session.observe().url.endswith("dead_link.html")
+
+
+class _TimeLimited:
+    """What gymnasium's `TimeLimit` does to an environment (`truncated` after `limit` steps), around the
+    real BrowserGym environment; everything else is the environment's own."""
+
+    def __init__(self, env: object, limit: int) -> None:
+        self.env, self.limit, self.steps = env, limit, 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.env, name)
+
+    def reset(self, **kwargs: object) -> object:
+        self.steps = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action: str) -> tuple:
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self.steps += 1
+        return obs, reward, terminated, truncated or self.steps >= self.limit, info
+
+
+class _TimeLimitedSession(BrowserSession):
+    def _make_env(self, env_id: str, task_kwargs: dict, *, live: bool = False) -> object:
+        return _TimeLimited(super()._make_env(env_id, task_kwargs, live=live), limit=1)
+
+
+def test_an_episode_the_environment_truncates_is_not_closed_by_the_page(base_url: str):
+    """gymnasium's `truncated` is a limit of the environment (a time limit), not the task ending: it
+    was counted as `done`, the end the judge reads as the page closing the task."""
+    from awm.evaluation.evidence import pre_decide
+
+    with _TimeLimitedSession(BrowserSettings(pre_observation_delay=0.1)) as limited:
+        trajectory = run_episode(limited, LabelScript(["click('{Documents}')"]), fixture_task(base_url, "toggle"), HarnessConfig(max_steps=5))
+        assert limited.truncated and not limited.done
+    assert [s.outcome for s in trajectory.steps] == ["ok"]
+    assert trajectory.end == "max_steps"
+    assert pre_decide(trajectory).label == "failure"

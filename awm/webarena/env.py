@@ -309,7 +309,10 @@ class BrowserSession:
         # an arena task's login password, taken from the task after each reset.
         self.secrets = Secrets()
         self.reward: float = 0.0
-        self.done: bool = False
+        self.done: bool = False  # the task ended (BrowserGym's `terminated`): the page closed it
+        # The environment cut the episode short (gymnasium's `truncated`: a time limit a wrapper or a task
+        # sets), which says nothing of the task: never `done`. BrowserGym's own env does not truncate.
+        self.truncated: bool = False
         self.info: dict[str, Any] = {}
         self._env: Any = None
         self._env_key: tuple[str, ...] | None = None
@@ -411,7 +414,7 @@ class BrowserSession:
         if self._env is None:
             self._env = self._make_env(env_id, task_kwargs, live=live)
             self._env_key = key
-        self.reward, self.done, self.info = 0.0, False, {}
+        self.reward, self.done, self.truncated, self.info = 0.0, False, False, {}
         before = browser_pids()
         try:
             with _Watchdog(self.config.call_timeout_s, lambda: browser_pids() - before) as dog:
@@ -495,7 +498,8 @@ class BrowserSession:
         self._restore_viewport()
         self._set_obs(obs)
         self.reward = float(reward)
-        self.done = bool(terminated or truncated)
+        self.done = bool(terminated)
+        self.truncated = bool(truncated) and not self.done
         self.info = dict(info)
         error = self.secrets.redact(str(obs.get("last_action_error") or ""))
         if error and looks_like_crash(error):

@@ -504,6 +504,8 @@ def _run_step(
         trajectory.final_answer = str(action.args.get("text", ""))
     if session.done:
         raise EpisodeOver("infeasible" if action.name == "report_infeasible" else "done")
+    if session.truncated:  # the environment's limit, not the page: the task was not closed
+        raise EpisodeOver("max_steps")
     if result.outcome == "ok" and action.name == "report_infeasible":
         raise EpisodeOver("infeasible")
     if result.outcome == "ok" and action.name == "send_msg_to_user":

@@ -287,7 +287,7 @@ def run_workflow(
             call.error = f"step {number + 1} of {call.steps_total} ({describe_step(wstep)}): {report.failure}: {report.error}"
             break
         call.steps_run += 1
-        if session.done:
+        if session.done or session.truncated:
             break
     call.completed = call.steps_run == call.steps_total
     if not call.completed and not call.error:
