@@ -205,7 +205,19 @@ def test_an_element_is_dragged_by_its_own_size_in_the_direction_asked(session: B
     dragged, refused, last = trajectory.steps
     assert dragged.outcome == "ok" and "dragged" in dragged.feedback and "40 pixels left" in dragged.feedback, dragged.error
     assert "ball at 110,100" in refused.observation
-    assert refused.outcome == "action_error" and "needs a direction: left, right, up or down, not 'sideways'" in refused.error
+    assert refused.outcome == "action_error" and "needs a direction (left, right, up or down) or the id of the element to drop it on, not 'sideways'" in refused.error
+
+
+def test_an_element_is_dropped_onto_the_element_named_by_its_id(session: BrowserSession, base_url: str):
+    """A task board (not a benchmark page): "Drag Write report to Done". A direction cannot say where
+    the Done column is; the heading of the column carries an id when the goal asks to drag, and the
+    card is dropped on it."""
+    task = fixture_task(base_url, "drop")
+    task.meta["task_kwargs"]["goal"] = "Drag the card Write report to the Done column."
+    trajectory = run_episode(session, LabelScript(["drag('{Write report}', '{Done}')", "noop()"]), task, HarnessConfig(max_steps=2))
+    dropped = trajectory.steps[0]
+    assert dropped.outcome == "ok" and "onto [" in dropped.feedback, dropped.error
+    assert "Write report moved to Done" in trajectory.steps[1].observation
 
 
 def test_a_read_only_date_field_is_filled_through_its_calendar(session: BrowserSession, base_url: str):

@@ -168,7 +168,7 @@ BROWSER_ACTIONS: tuple[ActionSpec, ...] = (
     _browser(
         "drag",
         (_BID, ArgSpec("direction", "str")),
-        "drag an element left, right, up or down with the mouse",
+        "drag an element left, right, up or down with the mouse, or onto another element (its id)",
         direction="left",
     ),
     _browser(

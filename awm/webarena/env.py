@@ -28,7 +28,7 @@ from awm.actions import Action, browsergym_action_set
 from awm.config import BrowserSettings
 from awm.errors import ConfigError, SetupError
 from awm.gate import DenyGate, FolderGate, Gate, TerminalGate
-from awm.goal_values import asks_to_select_text
+from awm.goal_values import asks_to_drag, asks_to_select_text
 from awm.proctree import descendants, kill_pids
 from awm.rails import RailsError
 from awm.secrets import Secrets, secrets_from_env
@@ -554,7 +554,9 @@ class BrowserSession:
             focused_bid=str(obs.get("focused_element_bid") or ""),
             token_budget=self.config.obs_token_budget,
             prune=self.config.obs_prune,
-            text_ids=asks_to_select_text(self._goal),
+            # Blocks of text carry ids when the goal asks to highlight text (what `select_text` takes) or to
+            # drag something (a column's heading or a list's text is where `drag` can drop it).
+            text_ids=asks_to_select_text(self._goal) or asks_to_drag(self._goal),
         )
         url = str(obs.get("url", ""))
         snapshot = snapshot_page(url, built)

@@ -583,21 +583,35 @@ _DRAG_PX = (20, 100)  # a drag goes the element's own size along its direction, 
 
 
 def _drag(session: BrowserSession, action: Action, target: _Target | None) -> ExecResult:
-    """Drag an element from its centre by its own size (20 to 100 pixels) left, right, up or down."""
+    """Drag an element from its centre by its own size (20 to 100 pixels) left, right, up or down, or
+    onto another element: a `direction` that is an element's id drops it on that element's centre.
+
+    Why a drop target: a direction alone cannot reach a place (a card onto a board's "Done" column, a
+    file onto a folder); the page's own element says where, as the model names any other element."""
     bid = action.target_id or ""
     direction = str(action.args.get("direction", "")).strip().lower()
-    if direction not in _DIRECTIONS:
+    onto = str(action.args.get("direction", "")).strip()
+    properties = (getattr(session, "last_obs", None) or {}).get("extra_element_properties") or {}
+    if direction not in _DIRECTIONS and onto not in properties:
         asked = sanitize_text(direction, 20)
         return ExecResult(
-            outcome="action_error", error=f"drag() needs a direction: left, right, up or down, not '{asked}'"
+            outcome="action_error",
+            error=f"drag() needs a direction (left, right, up or down) or the id of the element to drop it on, not '{asked}'",
         )
     box, problem = _observed_box(session, bid, target)
     if box is None:
         return problem or ExecResult(outcome="not_interactable", error=f"element [{bid}] has no box")
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    if direction not in _DIRECTIONS:
+        drop, problem = _observed_box(session, onto, None)
+        if drop is None:
+            return problem or ExecResult(outcome="not_interactable", error=f"element [{onto}] has no box")
+        end = (drop["x"] + drop["width"] / 2, drop["y"] + drop["height"] / 2)
+        failed, approval = _mouse_drag(session, action, target, (cx, cy), end)
+        return failed or ExecResult(note=f"dragged [{bid}] onto [{onto}]", approval=approval)
     dx, dy = _DIRECTIONS[direction]
     size = box["width"] if dx else box["height"]
     distance = min(max(size, _DRAG_PX[0]), _DRAG_PX[1])
-    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
     end = (cx + dx * distance, cy + dy * distance)
     failed, approval = _mouse_drag(session, action, target, (cx, cy), end)
     if failed is not None:
