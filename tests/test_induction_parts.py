@@ -43,6 +43,8 @@ def test_a_trajectory_splits_where_a_form_was_submitted_and_where_the_goals_item
     assert _steps(change) == [
         ("click", "Modify Ticket", ""), ("select_option", "Priority:", "{priority}"), ("click", "Submit changes", ""),
     ]  # fmt: skip
+    # named by their own labels: no training ticket's summary in a name ("click {link}", not its title)
+    assert open_ticket.name == "click VIEW TICKETS, click {1} Active Tickets, click {link}"
     # each part takes only its own parameters, bound from the same goal template as its whole
     assert (login.parameters, open_ticket.parameters, change.parameters) == (["username", "password"], ["link"], ["priority"])
     assert {w.description for w in workflows} == {whole.description}

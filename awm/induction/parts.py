@@ -26,7 +26,8 @@ from collections.abc import Callable, Sequence
 from awm.induction.abstraction import AbstractStep
 from awm.memory.workflow import CASE_PARAMETER, PLACEHOLDER, Workflow
 
-NameOf = Callable[[Sequence[AbstractStep]], str]  # the inducer's naming of steps (`rule.workflow_name`)
+# The inducer's naming of steps by the workflow's own labels (`rule.workflow_name`).
+NameOf = Callable[[Sequence[AbstractStep], Sequence[str]], str]
 
 STATE_ACTIONS = frozenset({"fill", "select_option", "check", "uncheck"})
 SUBMIT_ACTIONS = frozenset({"click", "press"})
@@ -73,7 +74,7 @@ def split_parts(workflow: Workflow, teaching: Sequence[AbstractStep], name_of: N
         parts.append(
             workflow.model_copy(
                 update={
-                    "name": name_of(teaching[start:stop]),
+                    "name": name_of(teaching[start:stop], [step.target.label for step in steps]),
                     "steps": list(steps),
                     "parameters": [p for p in workflow.parameters if p in used],
                     "provenance": workflow.provenance.model_copy(update={"part_of": workflow.name}),
