@@ -74,3 +74,27 @@ def test_two_templates_share_their_log_in_and_open_the_ticket_parts_in_a_site_vi
     )
     assert len(merged) == 6  # two wholes, one log in, one open-the-ticket, two changes
     assert [len(w.steps) for w in merged] == [9, 3, 3, 3, 9, 3]
+
+
+def test_a_site_scope_offers_other_templates_parts_not_their_wholes(tmp_path: Path) -> None:
+    """Offered another template's whole, the model ran its ending on its own task (a reassignment done
+    with set-milestone's workflow); the log-in and open-the-ticket parts are what carry over."""
+    from awm.memory.store import WorkflowStore
+    from awm.pipeline.config import PipelineConfig
+    from awm.pipeline.stages import memory_view
+    from awm.trajectory import Task
+
+    store = WorkflowStore(tmp_path / "m.sqlite")
+    for name in ("change-priority", "set-milestone", "ticket-priority"):
+        workflows, _ = induce_rule(_template(name), admission="gt", parts=True)
+        store.commit(f"sites/trac/{name}", workflows, parent=None, author="rule")
+    reassign = Task(task_id="browsergym/sites.trac.reassign-ticket", scope="sites/trac/reassign-ticket", benchmark="sites", goal="x")
+    config = PipelineConfig(benchmark="sites", tasks=["trac"], scope="site", k=3, workflows="executable")
+    offered = memory_view(store, config, reassign).workflows
+    assert offered and all(w.provenance.part_of or len(w.steps) == 3 for w in offered)
+    wholes = {w.provenance.part_of for w in offered if w.provenance.part_of}
+    assert not wholes & {w.name for w in offered}  # no whole beside its own parts
+    # the information template's whole splits into none and is the open-the-ticket part's steps: offered once
+    opening = [w for w in offered if [s.target.label for s in w.steps] == ["VIEW TICKETS", "{1} Active Tickets", "{link}"]]
+    assert len(opening) == 1
+    assert len(offered) == 4  # log in, open the ticket, the two changes (top k is taken by the goal later)

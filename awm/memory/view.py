@@ -117,6 +117,17 @@ def merge_scopes(heads: Sequence[tuple[str, Sequence[Workflow]]]) -> list[Workfl
     return out
 
 
+def without_split_wholes(workflows: Sequence[Workflow]) -> list[Workflow]:
+    """The workflows less those split into parts (each part names its whole: `Provenance.part_of`).
+
+    Why: offered another template's whole workflows, the model ran them on its own task and they did
+    the other template's ending (measured on the arena's Trac, site scope: a new ticket filed with the
+    open-the-ticket workflow, a reassignment with set-milestone's, `milestone = 'carol'`). Its parts
+    (log in, open the ticket) are what carries over; the ending is the task's own."""
+    split = {w.provenance.part_of for w in workflows if w.provenance.part_of}
+    return [w for w in workflows if w.name not in split]
+
+
 def view_over_prefix(
     store: WorkflowStore,
     prefix: str,
@@ -125,9 +136,12 @@ def view_over_prefix(
     k: int = 3,
     use: WorkflowUse = "text",
     exclude: str | None = None,
+    parts_only: bool = False,
 ) -> MemoryView:
     """Every scope under `prefix` at its head, merged into one view (`merge_scopes`, scopes sorted);
-    `exclude` leaves one scope out (a site-scope arm reads only the site's *other* templates).
+    `exclude` leaves one scope out (a site-scope arm reads only the site's *other* templates);
+    `parts_only` keeps of each scope its parts and the workflows that split into none
+    (`without_split_wholes`).
 
     `versions` holds each scope's head version and `version` is None: no single version describes the
     view. A workflow's calls to others (`awm.memory.composition`) are expanded within its own scope's
@@ -144,7 +158,8 @@ def view_over_prefix(
         head = store.head(scope)
         if head is None:  # cannot happen (a listed scope has a head, and heads are never removed)
             continue
-        heads.append((scope, expand_all(head.workflows)))  # calls resolve within their own version
+        workflows = expand_all(head.workflows)  # calls resolve within their own version
+        heads.append((scope, without_split_wholes(workflows) if parts_only else workflows))
         versions[scope] = head.version
     return MemoryView(
         scope=prefix,

@@ -175,14 +175,17 @@ def memory_view(store: WorkflowStore, config: PipelineConfig, task: Task) -> Mem
     ``scope = "benchmark"``: every scope under the task's benchmark (`view_over_prefix`), always
     top-k by the goal (a benchmark's workflows together would crowd the prompt). ``scope = "site"``:
     every *other* template of the task's site, top-k by the goal: what a site teaches a template it has
-    not taught yet (its own workflows are left out, so the arm measures transfer between templates).
+    not taught yet (its own workflows are left out, so the arm measures transfer between templates), and
+    of those only the parts where a workflow split into parts (`without_split_wholes`).
     `use` is the arm's `workflows` setting either way.
     """
     from awm.memory.view import view_at_head, view_over_prefix
 
     scope = read_scope(config, task)
     if not config.memory_scope and config.scope == "site":
-        return view_over_prefix(store, scope, mode="topk", k=config.k, use=config.workflows, exclude=task.scope)
+        return view_over_prefix(
+            store, scope, mode="topk", k=config.k, use=config.workflows, exclude=task.scope, parts_only=True
+        )
     if (not config.memory_scope and config.scope == "benchmark") or is_prefix_scope(store, scope):
         return view_over_prefix(store, scope, mode="topk", k=config.k, use=config.workflows)
     return view_at_head(store, scope, mode=config.memory_mode, k=config.k, use=config.workflows)
