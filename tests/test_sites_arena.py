@@ -158,6 +158,61 @@ def test_replay_admission_on_a_real_site_keeps_what_the_check_said_and_refuses_a
     assert part_why == "its log in: a part of 'stops short', which was not admitted"
 
 
+# A hosted model's answer (the stub stands in for a paid API): AWM's text format, targets by role and label.
+HOSTED_ANSWER = """## open_starter_profile
+Open the profile of the member who started a discussion, logged in.
+
+I open the log-in page.
+click('[link] Log in')
+
+I type the username.
+fill('[textbox] Username:', '{user}')
+
+I type the password.
+fill('[textbox] Password:', '{password}')
+
+I log in.
+click('[button] Login')
+
+I open the discussion the goal names.
+click('[link] {title}')
+
+I open the profile of who started it.
+click('[link] {author}')
+"""
+
+
+def test_neural_induction_by_a_hosted_model_is_admitted_by_a_replay_on_a_real_site(
+    login_run: tuple[Path, str, subprocess.CompletedProcess], tmp_path: Path
+) -> None:
+    """Neural induction on the arena: the prompt shows the demonstration by role and label with the
+    password as its placeholder, the answer becomes an executable workflow, and the replay on the
+    source instance (values read off its steps, the password typed from the secret) admits it."""
+    from awm.config import BrowserSettings, load_settings
+    from awm.induction.neural import induce_neural
+    from awm.llm.factory import make_client
+    from awm.pipeline.replay import ReplayGate, verify_candidates
+    from awm.tokens import CharEstimateCounter
+    from awm.trajectory import load_trajectories
+    from tests.stub_llm_server import Reply, StubLLMServer
+
+    out, password, _ = login_run
+    [demonstration] = load_trajectories(out / "trajectories")
+    with StubLLMServer([Reply(text=HOSTED_ANSWER)]) as stub:
+        settings = load_settings(overrides={"llm": {"backend": "openai", "base_url": stub.base_url, "api_key": "x", "model": "stub", "cache": False}})
+        [workflow], _ = induce_neural([demonstration], client=make_client(settings), admission="gt", counter=CharEstimateCounter())
+        prompt = "\n".join(m["content"] for m in stub.requests[0].body["messages"])
+    assert "fill('[textbox] Password:', '{password}')" in prompt and password not in prompt
+    assert workflow.provenance.mode == "neural" and workflow.parameters == ["user", "password", "title", "author"]
+    gate = ReplayGate(tmp_path, BrowserSettings(pre_observation_delay=0.3, slow_mo_ms=0))
+    try:
+        passed, refused = verify_candidates(gate, [workflow], [demonstration])
+    finally:
+        gate.close()
+    assert refused == [] and [w.name for w in passed] == ["open_starter_profile"]
+    assert passed[0].provenance.replay_verdict.startswith("success (")
+
+
 @pytest.mark.llm
 def test_one_episode_with_the_embedded_model_on_a_trac_template(tmp_path: Path, local_llm) -> None:
     from awm.config import load_settings
