@@ -272,6 +272,24 @@ def test_an_answer_read_off_the_page_is_left_to_the_agent_and_a_stated_one_is_ke
     assert induce_rule([only_answered], admission="gt") == ([], report.__class__(skipped_empty=["d"]))
 
 
+def test_a_field_set_right_before_a_read_answer_and_never_submitted_is_not_taught():
+    """An ordinary shop: the product was opened, then its name typed into the search box and never
+    searched, then the price answered. The typing changed nothing the answer was read from; a search
+    that was submitted before answering is kept."""
+    link = TargetDesc(role="link", label="Desk lamp")
+    search = TargetDesc(role="searchbox", label="Search")
+    go = TargetDesc(role="button", label="Go")
+    goal = 'What does the "Desk lamp" cost?'
+    typed = _traj("a", [("click", {"bid": "4"}, link), ("fill", {"bid": "2", "value": "Desk lamp"}, search),
+                        ("send_msg_to_user", {"text": "$12"}, None)], goal=goal)  # fmt: skip
+    [workflow], _ = induce_rule([typed], admission="gt")
+    assert [(s.action, s.target.label) for s in workflow.steps] == [("click", "{link}")]
+    searched = _traj("b", [("fill", {"bid": "2", "value": "Desk lamp"}, search), ("click", {"bid": "3"}, go),
+                           ("click", {"bid": "4"}, link), ("send_msg_to_user", {"text": "$12"}, None)], goal=goal)  # fmt: skip
+    [kept], _ = induce_rule([searched], admission="gt")
+    assert [s.action for s in kept.steps] == ["fill", "click", "click"]
+
+
 def test_an_answer_that_only_looks_like_a_word_of_the_goal_is_still_read_off_the_page():
     road = TargetDesc(role="link", label="Roadmap")
     asked = _traj("a", [("click", {"bid": "2"}, road), ("send_msg_to_user", {"text": "3"}, None)],
