@@ -97,6 +97,7 @@ GUIDANCE_FILTERS = (
     "goal_waiting",
     "goal_note",
     "first_step_infeasible",
+    "infeasible_after_reaction",
     "repeated_plain_actions",
     "completed_workflows",
     "refused_workflows",

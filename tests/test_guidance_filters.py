@@ -33,6 +33,7 @@ from awm.webarena.guidance_filters import (
     first_step_infeasible,
     goal_note,
     goal_waiting,
+    infeasible_after_reaction,
     narrowed,
     refused_workflows,
     repeated_plain_actions,
@@ -161,6 +162,17 @@ def test_first_step_infeasible_holds_giving_up_before_looking_where_the_agent_en
     assert first_step_infeasible(context(page, ends_itself=False), offer) == offer
 
 
+def test_infeasible_after_reaction_holds_giving_up_right_after_the_page_moved() -> None:
+    """A shop's checkout: the click on Gift wrap made the page show the box checked; giving up there is
+    held (the answer and every action stay), and offered again after a step the page did not react to."""
+    page = shop_page(CHECKOUT)
+    offer = Offer(ids_for=None, names=["click", "send_msg_to_user", "report_infeasible"])
+    reacted = done("click", {"bid": "12"}, reaction="[12] checkbox 'Gift wrap' is now checked")
+    assert infeasible_after_reaction(context(page, [reacted], ends_itself=True), offer).names == ["click", "send_msg_to_user"]
+    assert infeasible_after_reaction(context(page, [reacted, done("click", {"bid": "13"})], ends_itself=True), offer) == offer
+    assert infeasible_after_reaction(context(page, [reacted], ends_itself=False), offer) == offer  # MiniWoB++: the page ends it
+
+
 def test_repeated_plain_actions_holds_a_scroll_that_showed_nothing_new() -> None:
     page = shop_page(CHECKOUT)
     scrolled = done("scroll", {"delta_x": 0, "delta_y": 300}, fingerprint="fp", observation=page.text)
@@ -210,7 +222,7 @@ def test_active_filters_follow_the_switch_and_role_aware() -> None:
     ]
     # With role_aware off, as before the filters were named: only the goal note and the first-step rule.
     assert [f.name for f in active_filters("on", role_aware=False)] == [
-        "goal_note", "first_step_infeasible", "completed_workflows", "refused_workflows",
+        "goal_note", "first_step_infeasible", "infeasible_after_reaction", "completed_workflows", "refused_workflows",
     ]  # fmt: skip
     with pytest.raises(ConfigError, match=r"guidance_off.*'spent_choice'.*known filters: spent_choices"):
         active_filters("on", ["spent_choice"])

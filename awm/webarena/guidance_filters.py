@@ -314,6 +314,23 @@ def first_step_infeasible(context: FilterContext, offer: Offer) -> Offer:
     return replace(offer, names=[n for n in offer.names if n != "report_infeasible"])
 
 
+def infeasible_after_reaction(context: FilterContext, offer: Offer) -> Offer:
+    """Holds `report_infeasible` right after the page visibly reacted to the last action (new text, a
+    box checked, a tab selected: `Step.reaction`) where the agent ends the task itself; the finishing
+    message, and every other action, stay.
+
+    Why: measured on ten small pages (scripts/bench_live.py), the 1.5B model clicked the right button,
+    the page showed the result, and it ended `infeasible` (3 of 7 such episodes). A page that just moved
+    is no sign that the goal is impossible; one step later, with no reaction, giving up is offered again.
+    """
+    if not context.ends_itself or not context.history or offer.names is None:
+        return offer
+    last = context.history[-1]
+    if last.outcome != "ok" or not last.reaction:
+        return offer
+    return replace(offer, names=[n for n in offer.names if n != "report_infeasible"])
+
+
 def repeated_plain_actions(context: FilterContext, offer: Offer) -> Offer:
     """Holds the actions without an element (scroll, noop...) already taken on this page as it is now
     (`spent_plain_actions`): same fingerprint and the same text, so the page showed nothing new. Gives way
@@ -376,6 +393,7 @@ FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(goal_waiting),
     GuidanceFilter(goal_note, role_aware_only=False),
     GuidanceFilter(first_step_infeasible, role_aware_only=False),
+    GuidanceFilter(infeasible_after_reaction, role_aware_only=False),
     GuidanceFilter(repeated_plain_actions, gives_way=True),
     GuidanceFilter(completed_workflows, role_aware_only=False),
     GuidanceFilter(refused_workflows, role_aware_only=False),
