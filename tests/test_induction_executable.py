@@ -350,3 +350,25 @@ def test_a_secret_typed_as_its_placeholder_gets_no_value_check() -> None:
     ], scope="sites/trac/open-roadmap"))  # fmt: skip
     assert [s.value for s in workflow.steps] == ["{username}", "{password}", ""]
     assert [s.post for s in workflow.steps] == [StepCheck(kind="value_is", value="{username}"), None, None]
+
+
+def test_another_templates_workflow_is_bound_by_the_words_around_each_placeholder() -> None:
+    """A site's goals share their phrasing: the log-in and open-the-ticket parts that "change the
+    priority" taught bind on a "reassign" goal, value by value, where the whole template does not."""
+    from awm.memory.workflow import bind_by_context
+
+    taught = Workflow(name="w", description='As {username} (password {password}), change the priority of ticket "{link}" to {priority}.')
+    goal = 'As carol (password {password}), reassign ticket "Sync token invalid after refresh" to dave.'
+    bound = bind_parameters(taught, goal)
+    assert bound["username"] == "carol" and bound["link"] == "Sync token invalid after refresh"
+    assert bound == bind_by_context(taught.description, goal)
+    # a quote inside the value, and a value at the very end of the goal
+    assert bind_by_context('Open "{link}" now', 'Please open "A "x" b" now')["link"] == 'A "x" b'
+    assert bind_by_context("Find the member {name}.", "Find the member Alice Smith") == {"name": "Alice Smith"}
+    # words said another way, or found twice, leave the value to the model
+    assert bind_by_context("Log in as {username} with password {password}", "Open the profile of bob") == {}
+    assert bind_by_context('Open "{link}"', 'Open "a" or open "b"') == {}
+    # the whole template still wins where it matches
+    assert bind_parameters(taught, 'As erin (password x), change the priority of ticket "T" to high.') == {
+        "username": "erin", "password": "x", "link": "T", "priority": "high",
+    }  # fmt: skip

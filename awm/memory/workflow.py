@@ -122,13 +122,76 @@ def bind_parameters(workflow: Workflow, goal: str) -> dict[str, str]:
 
     A rule-induced description is the teaching task's goal with its values replaced by placeholders
     (``Enter the username "{username}" ...``); matching it against a new goal recovers this task's
-    values. Returns {} when the template has no placeholder or does not match (then the prompt keeps
-    the placeholders and the model must fill them in).
+    values. Where the whole template does not match (another template's workflow, offered by a site
+    scope), each placeholder is read by the words around it (`bind_by_context`). Returns {} when the
+    template has no placeholder or nothing matches (then the prompt keeps the placeholders and the
+    model must fill them in).
     """
     names = PLACEHOLDER.findall(workflow.description)
     if not names:
         return {}
-    parts = PLACEHOLDER.split(workflow.description)  # literal, name, literal, name, ..., literal
+    return _bind_whole(workflow.description, names, goal) or bind_by_context(workflow.description, goal)
+
+
+# How many words around a placeholder `bind_by_context` reads at most: before it, after it.
+CONTEXT_WORDS = (3, 2)
+
+
+def bind_by_context(description: str, goal: str) -> dict[str, str]:
+    """Values for a description's placeholders read off a goal of another template, one placeholder at
+    a time: the words right before it and right after it (at most `CONTEXT_WORDS`, the most that occur
+    in the goal; the end of the text counts as the words after the last placeholder) must stand in the
+    goal exactly once around one value. A placeholder whose words are not found stays open.
+
+    Why: the arena's templates share their goals' phrasing ("As {username} (password {password}), ...
+    ticket "{link}" ..."); a site scope offers one template the parts another template taught (log in,
+    open the ticket), whose whole description never matches the new goal, and the 1.5B model, left to
+    fill the values in, passed a URL or '...'. Read by the surrounding words, the username and the
+    ticket are bound on any goal that says them the same way; a value said in other words is left to
+    the model."""
+    goal_text = " ".join(goal.split())
+    parts = PLACEHOLDER.split(" ".join(description.split()))
+    names, literals = parts[1::2], parts[0::2]
+    values: dict[str, str] = {}
+    for i, name in enumerate(names):
+        found = _between(goal_text, literals[i], literals[i + 1], last=i == len(names) - 1)
+        if found is not None and values.setdefault(name, found) != found:
+            values.pop(name)  # one placeholder, two different values: leave it to the model
+    return values
+
+
+def _words(words: list[str]) -> str:
+    return r"\s+".join(re.escape(w) for w in words)
+
+
+def _between(goal: str, before: str, after: str, *, last: bool) -> str | None:
+    """The value of `goal` right after the one occurrence of the longest tail of the literal `before`
+    and up to the longest head of the literal `after` (up to `CONTEXT_WORDS` words each; the goal's end
+    for a last placeholder followed by sentence punctuation at most); None when nothing matches."""
+    head_words, tail_words = before.split(), after.split()
+    if not head_words:
+        return None  # a placeholder with nothing before it (or right after another) has no context
+    glue_before = r"\s+" if before[-1:].isspace() else ""
+    glue_after = r"\s+" if after[:1].isspace() else ""
+    may_end = last and after.strip() in ("", ".", "?", "!")
+    for n_before in range(min(CONTEXT_WORDS[0], len(head_words)), 0, -1):
+        heads = list(re.finditer(rf"(?<!\S){_words(head_words[-n_before:])}{glue_before}", goal, re.IGNORECASE))
+        if len(heads) != 1:
+            continue  # absent, or said twice: no telling which value is meant
+        rest = goal[heads[0].end():]
+        for n_after in range(min(CONTEXT_WORDS[1], len(tail_words)), -1, -1):
+            if n_after == 0 and not may_end:
+                continue
+            tail = glue_after + _words(tail_words[:n_after]) if n_after else r"[.?!]?$"
+            found = re.match(rf"(.+?){tail}", rest, re.IGNORECASE)
+            if found is not None and found.group(1).strip():
+                return found.group(1).strip()
+    return None
+
+
+def _bind_whole(description: str, names: list[str], goal: str) -> dict[str, str]:
+    """Values read off a goal that the whole description template matches; {} when it does not."""
+    parts = PLACEHOLDER.split(description)  # literal, name, literal, name, ..., literal
     pattern = ""
     for i, part in enumerate(parts):
         if i % 2:
