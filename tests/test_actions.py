@@ -634,11 +634,12 @@ def test_ids_for_roles_groups_ids_by_what_each_action_can_act_on() -> None:
     assert ids_for_roles({"7": "button"}, action_set="mind2web") == {"TYPE": [], "SELECT": []}
 
 
-def test_a_block_of_text_takes_select_text_alone_and_select_text_nothing_else() -> None:
+def test_a_block_of_text_takes_select_text_and_drag_alone_and_select_text_nothing_else() -> None:
     roles = {"12": "text", "13": "text", "15": "button"}
     ids_for = ids_for_roles(roles)
     assert ids_for["select_text"] == ["12", "13"]
     assert ids_for["click"] == ids_for["focus"] == ["15"] and ids_for["fill"] == []
+    assert "drag" not in ids_for  # a list item of text is dragged into place: drag takes any id
     assert "click" not in ids_for_roles({"15": "button"})  # without text blocks, click takes any id
     with pytest.raises(ActionParseError) as refused:
         parse_action("click('13')", page_ids=roles, ids_for=ids_for, describe={"13": "text 'Cras'"})

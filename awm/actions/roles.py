@@ -22,9 +22,11 @@ TOGGLE_ROLES = frozenset({"checkbox", "radio", "switch", "menuitemcheckbox", "me
 # enter-password, the model planned `press[20]` on the Submit button, and with press held to text fields
 # the grammar turned it into scroll(0, 300), three times, until the loop stop.
 PRESS_ROLES = TEXT_ENTRY_ROLES | {"button"}
-# The role of a block of text shown with its id (only when the goal asks to highlight text): it takes
-# `select_text` and nothing else, and `select_text` takes nothing else.
+# The role of a block of text shown with its id (only when the goal asks to highlight text or to drag
+# something): it takes `select_text` and `drag` (a list item dragged into place, or a heading dropped
+# on) and nothing else, and `select_text` takes nothing else.
 TEXT_BLOCK_ROLE = "text"
+TEXT_BLOCK_ACTIONS = frozenset({"select_text", "drag"})
 ACTION_ROLES: dict[str, frozenset[str]] = {
     "select_text": frozenset({TEXT_BLOCK_ROLE}),
     "fill": TEXT_ENTRY_ROLES | {"slider"},  # a slider is filled with its value (`awm.webarena.slider`)
@@ -58,7 +60,7 @@ def ids_for_roles(
     `roles` maps element id -> role. `ids` (default: the keys of `roles`) is the page's id list; an id
     with no known role goes into every set, so an unknown element is never made unreachable. Actions
     without a role rule are not in the result (they may act on any id), except on a page whose blocks of
-    text carry ids (`TEXT_BLOCK_ROLE`): then every action has its list, without those blocks.
+    text carry ids (`TEXT_BLOCK_ROLE`): then every action but `drag` has its list, without those blocks.
     """
     names = specs_of(action_set)
     order = list(dict.fromkeys(str(i) for i in (roles if ids is None else ids)))
@@ -68,6 +70,6 @@ def ids_for_roles(
         allowed = ACTION_ROLES.get(name)
         if allowed is not None:
             out[name] = [i for i in order if roles.get(i, "") in allowed or not roles.get(i)]
-        elif texts:  # a block of text takes only select_text
+        elif texts and name not in TEXT_BLOCK_ACTIONS:  # a block of text takes only select_text and drag
             out[name] = [i for i in order if i not in texts]
     return out
