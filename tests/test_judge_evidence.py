@@ -604,3 +604,13 @@ def test_a_box_left_ticked_that_the_goal_does_not_name_is_a_failure_without_the_
     assert put_back.rule == "values_used"  # unticked again: no extra state
     # A goal that names no box says nothing of which boxes belong: no failure by this rule.
     assert extra_choices(trajectory("Accept the terms and click Save.", _ticks("I agree"))) == []
+
+
+def test_a_box_listed_by_a_plain_word_is_named_and_a_focus_uses_no_value() -> None:
+    """A box listed by a word the value extractor passes over ("by", a lower-case word) is still named
+    by the goal, so ticking it is no extra state; focusing the button the goal names is not pressing it."""
+    goal = "Tick news, BY and Offers, then click Save."
+    assert extra_choices(trajectory(goal, _ticks("news", "BY", "Offers"))) == []
+    focused = [step(0, "focus", {"bid": "3"}, role="button", label="Save"), step(1, "click", {"bid": "4"}, role="button", label="Cancel")]
+    decided = pre_decide(trajectory("Click the button Save.", focused))
+    assert decided.label != "success" and "focus" not in " ".join(decided.facts)

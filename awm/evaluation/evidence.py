@@ -111,11 +111,20 @@ class LiteralCheck:
         return f"goal value '{self.literal.text}': {self.where}"
 
 
+# Actions that point at an element without doing anything to it: focusing or hovering a button is not
+# pressing it.
+LOOK_ONLY_ACTIONS = frozenset({"focus", "hover", "scroll"})
+
+
 def _acted_by(literal: GoalLiteral, step: Step) -> str | None:
-    """How `step`'s action used the literal (its values, or the label of the element it acted on)."""
+    """How `step`'s action used the literal (its values, or the label of the element it acted on); a
+    focus or a hover uses nothing (`LOOK_ONLY_ACTIONS`). Why: on "Click button ONE" an episode that
+    focused ONE and clicked TWO was judged a success (seen on fresh seeds of click-test-2)."""
     target = describe_target(step)
     on = f" on {target}" if target else ""
     name = action_name(step)
+    if name in LOOK_ONLY_ACTIONS:
+        return None
     if any(literal_in(literal, v) for v in action_values(step)):
         return f"{_VERBS.get(name, 'used by ' + name)}{on} at step {step.index}"
     if step.target is not None and literal_in(literal, step.target.label):
@@ -312,14 +321,16 @@ def extra_choices(trajectory: Trajectory) -> list[str]:
     ask for. A box clicked an even number of times was put back. Read from the executed actions, not
     the page: the final page may have gone on (a form submitted), and a box named by a value is a box
     the goal lists on any site ("Tick Newsletter and Offers"), so this holds off MiniWoB++ too."""
-    literals = extract_goal_literals(trajectory.task.goal)
+    goal = trajectory.task.goal
     clicks: dict[str, int] = {}
     for step in executed_actions(trajectory):
         target = step.target
         if action_name(step) in _TOGGLES and target is not None and target.role in MULTI_CHOICE_ROLES and target.label:
             clicks[target.label] = clicks.get(target.label, 0) + 1
     ticked = [label for label, n in clicks.items() if n % 2]
-    named = {label for label in clicks if any(is_whole_value(x, label) for x in literals)}
+    # Named: the label stands in the goal as a whole phrase. Not the extracted values: a plain word
+    # ("dhjq") or one like a stop word ("BY") is listed all the same ("Select dhjq, yBDX and BY").
+    named = {label for label in clicks if re.search(rf"(?<!\w){re.escape(label)}(?!\w)", goal, re.IGNORECASE)}
     return [label for label in ticked if label not in named] if named else []
 
 
