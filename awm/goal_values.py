@@ -38,6 +38,12 @@ _DATE = re.compile(
 )
 # A numbered label: "Tab #1", "Section #2", "Order #000123" (one value, not the number alone).
 _NUMBERED = re.compile(r"\b[A-Z][\w-]*\s+#\s?\d+\b")
+# The rest of a goal after its one colon, as one value: "Add a task to my list: Call the plumber". Only a
+# tail of a few words with no comma, colon or quote (a list after a colon, "item: Chicken wings, Caesar
+# Salad", is values one by one), and only where the goal has no other colon before a space ("from: X to:
+# Y" names fields, not one value).
+_COLON_TAIL = re.compile(r"(?<=\w):\s+([^,:;\"'“”‘’]{1,60}?)\s*[.!?]?\s*$")
+_COLON_SPACE = re.compile(r":\s")
 _TIME = re.compile(r"\b\d{1,2}:\d{2}(?:\s?[AaPp]\.?[Mm]\.?)?")
 # A number: optional currency sign, digits with thousands separators and decimals; not an ordinal
 # ("5th"), not glued to letters ("x9", "1LO4eNb" are codes, found as names), not a percentage's sign.
@@ -152,7 +158,8 @@ def extract_goal_literals(goal: str) -> list[GoalLiteral]:
     """The literal values a goal names, in order, without duplicates.
 
     What counts, in this order (each pass blanks what it took, so a date is not also three numbers):
-    quoted strings ("...", '...', curly quotes); dates (03/17/2016, 2016-03-17, "March 5, 2016");
+    quoted strings ("...", '...', curly quotes); the few words after a colon that end the goal ("...
+    my list: Call the plumber", `_COLON_TAIL`); dates (03/17/2016, 2016-03-17, "March 5, 2016");
     numbered labels ("Tab #1"); times (10:30 PM); numbers ($12.50, 1,200, 42; not ordinals like "5th"); and names: runs of
     Capitalised, ALL-CAPS or mixed letter-digit tokens that are not instruction words ("Select",
     "Submit", "the"). Plain lower-case words are never values: "log in as alice" gives nothing, which
@@ -165,8 +172,13 @@ def extract_goal_literals(goal: str) -> list[GoalLiteral]:
     """
     text = goal
     found: list[GoalLiteral] = []
-    passes = ((_QUOTED, "quoted"), (_DATE, "date"), (_NUMBERED, "name"), (_TIME, "time"), (_NUMBER, "number"))
+    passes = (
+        (_QUOTED, "quoted"), (_COLON_TAIL, "quoted"), (_DATE, "date"), (_NUMBERED, "name"), (_TIME, "time"),
+        (_NUMBER, "number"),
+    )  # fmt: skip
     for pattern, kind in passes:
+        if pattern is _COLON_TAIL and len(_COLON_SPACE.findall(text)) != 1:
+            continue
         for start, end, value in list(_spans(pattern, text)):
             if value:
                 found.append(GoalLiteral(value, kind))  # type: ignore[arg-type]

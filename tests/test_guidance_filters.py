@@ -35,6 +35,7 @@ from awm.webarena.guidance_filters import (
     goal_waiting,
     infeasible_after_reaction,
     narrowed,
+    no_page_to_go_back_to,
     refused_workflows,
     repeated_plain_actions,
     spent_choices,
@@ -173,6 +174,18 @@ def test_infeasible_after_reaction_holds_giving_up_right_after_the_page_moved() 
     assert infeasible_after_reaction(context(page, [reacted], ends_itself=False), offer) == offer  # MiniWoB++: the page ends it
 
 
+def test_no_page_to_go_back_to_holds_go_back_until_the_episode_left_its_first_page() -> None:
+    """On a library's opening-hours page the model's first action was go_back(), which left for
+    about:blank; once a step was on another page of the task, going back is offered."""
+    page = shop_page(CHECKOUT)
+    offer = Offer(ids_for=None, names=["click", "go_back", "send_msg_to_user"])
+    assert no_page_to_go_back_to(context(page), offer).names == ["click", "send_msg_to_user"]
+    here = done("click", {"bid": "12"})  # still on the checkout page
+    assert no_page_to_go_back_to(context(page, [here]), offer).names == ["click", "send_msg_to_user"]
+    elsewhere = Step(index=0, url="http://shop.example.test/cart", action={"name": "click", "args": {"bid": "3"}}, outcome="ok")
+    assert no_page_to_go_back_to(context(page, [elsewhere]), offer) == offer
+
+
 def test_repeated_plain_actions_holds_a_scroll_that_showed_nothing_new() -> None:
     page = shop_page(CHECKOUT)
     scrolled = done("scroll", {"delta_x": 0, "delta_y": 300}, fingerprint="fp", observation=page.text)
@@ -222,7 +235,8 @@ def test_active_filters_follow_the_switch_and_role_aware() -> None:
     ]
     # With role_aware off, as before the filters were named: only the goal note and the first-step rule.
     assert [f.name for f in active_filters("on", role_aware=False)] == [
-        "goal_note", "first_step_infeasible", "infeasible_after_reaction", "completed_workflows", "refused_workflows",
+        "goal_note", "first_step_infeasible", "infeasible_after_reaction", "no_page_to_go_back_to",
+        "completed_workflows", "refused_workflows",
     ]  # fmt: skip
     with pytest.raises(ConfigError, match=r"guidance_off.*'spent_choice'.*known filters: spent_choices"):
         active_filters("on", ["spent_choice"])

@@ -140,6 +140,8 @@ def prompt_of(stub: StubLLMServer) -> str:
         ("Enter 'x9' as the password; it's José's account.", ["x9", "José"]),
         ("Set the sliders to the combination [17,15,11] and submit.", ["17", "15", "11"]),  # not 171,511
         ("Pay $1,250.50 now.", ["$1,250.50"]),  # thousands come in threes
+        ("Add a new task to my list: Call the plumber", ["Call the plumber"]),  # a to-do page: one value
+        ("Order one of each item: Chicken wings, Caesar Salad", ["Chicken", "Caesar Salad"]),  # a list: one by one
     ],
 )  # fmt: skip
 def test_extractor_on_real_looking_goals(goal: str, expected: list[str]) -> None:

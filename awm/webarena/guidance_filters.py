@@ -331,6 +331,20 @@ def infeasible_after_reaction(context: FilterContext, offer: Offer) -> Offer:
     return replace(offer, names=[n for n in offer.names if n != "report_infeasible"])
 
 
+def no_page_to_go_back_to(context: FilterContext, offer: Offer) -> Offer:
+    """Holds `go_back` while every step of the episode so far was on the page shown now: there is no
+    page of this task to go back to, and the browser's history holds only the blank tab it opened from.
+
+    Why: measured on ten small pages (scripts/bench_live.py), the 1.5B model's first action on two
+    question pages was `go_back()`, which left the site for about:blank, and it then reported the
+    question infeasible.
+    """
+    names = offer.names if offer.names is not None else list(ACTION_SETS["browser"])
+    if "go_back" not in names or any(step.url and step.url != context.page.url for step in context.history):
+        return offer
+    return replace(offer, names=[n for n in names if n != "go_back"])
+
+
 def repeated_plain_actions(context: FilterContext, offer: Offer) -> Offer:
     """Holds the actions without an element (scroll, noop...) already taken on this page as it is now
     (`spent_plain_actions`): same fingerprint and the same text, so the page showed nothing new. Gives way
@@ -394,6 +408,7 @@ FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(goal_note, role_aware_only=False),
     GuidanceFilter(first_step_infeasible, role_aware_only=False),
     GuidanceFilter(infeasible_after_reaction, role_aware_only=False),
+    GuidanceFilter(no_page_to_go_back_to, role_aware_only=False),
     GuidanceFilter(repeated_plain_actions, gives_way=True),
     GuidanceFilter(completed_workflows, role_aware_only=False),
     GuidanceFilter(refused_workflows, role_aware_only=False),
