@@ -236,3 +236,15 @@ def test_a_value_to_type_holds_only_the_buttons_of_the_form_that_takes_it() -> N
     assert guidance(state, goal, []).waiting == {"9"}
     state.forms = {"9": "f1"}  # an empty field outside any form: no telling which button submits it
     assert guidance(state, goal, []).waiting == {"3", "9"}
+
+
+def test_a_closing_verb_that_names_its_control_holds_it_until_the_clause_before_ran() -> None:
+    """A settings page (not a benchmark page): "Turn on dark mode and save the settings." The model
+    saved at once and reported the settings saved; 'Save settings' waits for one action first."""
+    goal = "Turn on dark mode and save the settings."
+    lines = [("12", "checkbox", "Dark mode", ""), ("13", "checkbox", "Email me", ""), ("27", "button", "Save settings", "")]
+    assert guidance(page(lines, goal), goal, []).waiting == {"27"}
+    assert guidance(page(lines, goal), goal, [clicked("Dark mode")]).waiting == set()
+    plain = [("12", "checkbox", "Dark mode", ""), ("27", "button", "Save", "")]
+    assert guidance(page(plain, goal), goal, []).waiting == {"27"}
+    assert guidance(page(lines, "Save the settings."), "Save the settings.", []).waiting == set()  # one clause

@@ -278,6 +278,8 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
 
 # Verbs of a goal's closing clause ("..., then press submit") and the words around the control's name there.
 _CLOSING_VERBS = frozenset({"click", "press", "hit", "tap"})
+# Verbs that name the closing control themselves ("... and save the settings": 'Save settings' or 'Save').
+_SUBMIT_VERBS = frozenset({"save", "submit", "send", "apply", "confirm"})
 _AROUND_NAME = frozenset({"a", "an", "the", "on", "at", "button", "link", "tab", "icon", "box"})
 
 
@@ -298,20 +300,25 @@ def _closing_hold(page: PageState, goal: str, history: Sequence[Step]) -> GoalGu
     and click submit" (click-collapsible: the section's header shares the name 'Submit' with the button
     under it) and on "Generate a number less than 6, then press submit"; a page ends the task on its
     Submit. A quoted value is not a plain word: a link the goal names may be on the first page already.
+    A closing verb that names its control ("Turn on dark mode and save the settings": 'Save settings'
+    or 'Save') holds it the same way: measured on a settings page (scripts/bench_live.py), the model
+    saved at once and reported the settings saved, dark mode still off.
     """
     clauses = goal_clauses(goal)
-    if len(clauses) < 2 or clauses[-1].verb not in _CLOSING_VERBS:
+    if len(clauses) < 2 or clauses[-1].verb not in _CLOSING_VERBS | _SUBMIT_VERBS:
         return GoalGuidance([], set(), "")
+    verb = clauses[-1].verb
     name = " ".join(w for w in clauses[-1].rest.split() if w.lower() not in _AROUND_NAME).casefold()
+    names = {name} if verb in _CLOSING_VERBS else {verb, f"{verb} {name}".strip()}
     ran = sum(1 for step in history if step.outcome == "ok" and step.action is not None)
-    if not name or ran >= len(clauses) - 1:
+    if (not name and verb in _CLOSING_VERBS) or ran >= len(clauses) - 1:
         return GoalGuidance([], set(), "")
     held = {
         bid
         for bid in page.ids
         if (desc := page.elements.get(bid)) is not None
         and desc.role in PICKED_ROLES
-        and " ".join(desc.label.split()).strip(_EDGE_PUNCTUATION).casefold() == name
+        and " ".join(desc.label.split()).strip(_EDGE_PUNCTUATION).casefold() in names
     }
     if not held:
         return GoalGuidance([], set(), "")
