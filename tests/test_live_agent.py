@@ -100,3 +100,18 @@ def test_no_done_check_without_a_reaction_and_no_giving_up_before_looking() -> N
     assert first.llm_calls == 1 and later.llm_calls == 1 and len(bodies) == 2
     assert "report-infeasible ::=" not in bodies[0]["grammar"] and "report-infeasible ::=" in bodies[1]["grammar"]
     assert bodies[0]["messages"][0]["content"] == bodies[1]["messages"][0]["content"]  # the prefix holds
+
+
+def test_no_done_check_while_fewer_actions_ran_than_the_goal_asks_for() -> None:
+    """A settings page: "Turn on dark mode and save the settings." After the switch the page showed
+    "Unsaved changes"; asked, the model said done and the run ended unsaved. Two clauses, one action:
+    no check, the step goes to the agent."""
+    task = LIVE.model_copy(update={"goal": "Turn on dark mode and save the settings."})
+    page = PAGE.model_copy(update={"goal": task.goal})
+    history = [clicked("11", reaction="[13] switch 'Dark mode' is now checked; Unsaved changes")]
+    with StubLLMServer(default=Reply(text="Save.\nclick('12')")) as stub:
+        settings = stub_settings(stub)
+        agent = LLMAgent(local_style_client(stub, settings), CharEstimateCounter(), settings=settings)
+        decision = agent.decide(DecisionContext(task=task, page=page, history=history, feedback="", step_index=1))
+        [request] = stub.requests
+    assert decision.llm_calls == 1 and request.body.get("grammar") != DONE_GRAMMAR

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from awm.actions import action_grammar, target_first_grammar
 from awm.config import GuidanceMode, Settings
 from awm.errors import ConfigError
+from awm.goal_values import goal_clauses
 from awm.llm.base import ChatRequest, LLMClient
 from awm.tokens import TokenCounter, fit_prompt
 from awm.webarena import prompts
@@ -249,6 +250,12 @@ class LLMAgent:
         if not last.reaction or ctx.retry_error:
             return None
         goal = ctx.page.goal or ctx.task.goal
+        ran = sum(1 for step in ctx.history if step.outcome == "ok" and step.action is not None)
+        if ran < len(goal_clauses(goal)):
+            # "Turn on dark mode and save the settings": after the switch the page showed "Unsaved
+            # changes", the model answered yes, and the run ended unsaved. A goal of two actions is not
+            # done by one, whatever the page showed.
+            return None
         messages = [{"role": "system", "content": DONE_SYSTEM}, {"role": "user", "content": done_question(goal, last)}]
         request = ChatRequest(
             messages=messages, temperature=0.0, max_tokens=3,
