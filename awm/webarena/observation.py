@@ -78,6 +78,7 @@ class Line:
     spelled: bool = False  # text drawn one character at a time, joined into one word (`join_spelled`)
     row: str = ""  # an element's row, list item or card: its text (`TargetDesc.row`)
     in_cell: bool = False  # a text line inside a table cell (`CELL_ROLES`): a value of its own, never spelled
+    table_row: int = -1  # a text line in a cell: which table row (a number per row walked), -1 outside one
     form: str = ""  # the enclosing form's AXTree node id ("" outside any form): which fields a button submits
 
 
@@ -188,6 +189,8 @@ class _Builder:
         self.prune = prune  # a page footer's words are left out (`BOILERPLATE_ROLES`)
         self.in_boilerplate = 0  # depth of boilerplate regions around the node being walked
         self.rows: list[str] = []  # the texts of the rows (`ROW_ROLES`) around the node being walked
+        self.row_numbers: list[int] = []  # a number for each of those rows, to tell one row's cells apart
+        self.rows_walked = 0
         self.in_cell = 0  # depth of table cells (`CELL_ROLES`) around the node being walked
         self.forms: list[str] = []  # the AXTree node ids of the forms around the node being walked
         self.figures = figures or {}  # bid -> "small black digit" (`awm.webarena.figures`)
@@ -353,6 +356,8 @@ class _Builder:
         row = role in ROW_ROLES and not ignored and not hidden
         if row:
             self.rows.append(sanitize_text(self.subtree_text(node, 200), self.name_chars))
+            self.rows_walked += 1
+            self.row_numbers.append(self.rows_walked)
         cell = role in CELL_ROLES
         self.in_cell += cell
         form = role == "form"  # Chromium exposes every <form>, named or not, as a "form" node
@@ -365,11 +370,14 @@ class _Builder:
         self.in_cell -= cell
         if row:
             self.rows.pop()
+            self.row_numbers.pop()
         self.in_boilerplate -= boilerplate
 
     def emit_text(self, text: str, frame: str, offscreen: bool) -> None:
+        in_cell = self.in_cell > 0
         self.lines.append(Line(
-            text=text, frame=frame, key=f"text:{text}", offscreen=offscreen, is_text=True, in_cell=self.in_cell > 0,
+            text=text, frame=frame, key=f"text:{text}", offscreen=offscreen, is_text=True, in_cell=in_cell,
+            table_row=self.row_numbers[-1] if in_cell and self.row_numbers else -1,
         ))  # fmt: skip
 
     def emit_figure(self, node: dict[str, Any], bid: str, frame: str, offscreen: bool, clickable: bool) -> None:
@@ -481,6 +489,29 @@ class _Builder:
         flush()
         self.lines = out
 
+    def join_table_rows(self) -> None:
+        """Join the text cells of one table row into one line, ``Sunday | 11:00 | 16:00``: a table printed
+        a cell a line loses which value belongs to which row. Why: measured on a library's hours page
+        (scripts/bench_live.py), shown ``Sunday``, ``11:00``, ``16:00`` on lines of their own among the
+        other days, the 1.5B model reported the opening time not given. Only runs of text lines are
+        joined: a cell holding a field or a link keeps its line, so a form laid out in a table keeps
+        its labels next to its fields."""
+        out: list[Line] = []
+        for line in self.lines:
+            last = out[-1] if out else None
+            if (
+                last is not None and line.is_text and last.is_text and line.table_row >= 0
+                and line.table_row == last.table_row and line.frame == last.frame
+            ):  # fmt: skip
+                text = f"{last.text} | {line.text}"
+                out[-1] = Line(
+                    text=text, frame=line.frame, key=f"text:{text}", offscreen=last.offscreen and line.offscreen,
+                    is_text=True, in_cell=True, table_row=line.table_row,
+                )  # fmt: skip
+                continue
+            out.append(line)
+        self.lines = out
+
     def show_slider_values(self) -> None:
         """A slider without a value of its own takes the number printed just after it as its value (a
         script slider shows its value in a box beside it): `[16] slider value='-91'`, not a stray `-91`
@@ -577,6 +608,7 @@ def build_observation(
     if builder.nodes:
         builder.walk(builder.nodes[0], "", False, False, "")
     builder.join_spelled()
+    builder.join_table_rows()
     builder.show_slider_values()
     builder.attach_labels()
     lines = builder.lines
