@@ -345,3 +345,70 @@ def required_actions(goal: str) -> list[str]:
     ['expand', 'click']
     """
     return [c.verb for c in goal_clauses(goal)]
+
+
+# --- whether the pages ever showed what the goal acts on ------------------------------------------
+
+# Words that open a clause's object without naming it ("turn ON the dark mode", "open MY profile").
+_OBJECT_OPENERS = frozenset(
+    "a an the my our your his her their its this that these those all each every some any on off up down in out".split()
+)
+_POSSESSIVES = frozenset({"my", "our", "your"})
+# Words that end a clause's object: what follows says where or for whom, not what ("... for my account").
+_OBJECT_ENDERS = frozenset(
+    "for in on to from with into onto at by under as via using so because before after within inside".split()
+)
+# Words of an object too common or too vague to have to show on a page ("the first one", "two of them").
+_VAGUE_WORDS = frozenset(
+    """
+    one two three four five six seven eight nine ten first second third last next new old item items
+    thing things page button link option options setting settings it them
+    """.split()
+)
+
+
+def clause_object_words(clause: GoalClause) -> list[str]:
+    """The words naming what a clause acts on: its words after the verb, less the leading particles and
+    articles, up to the first preposition, less vague words ("Turn on two-factor authentication for my
+    account" -> ['two-factor', 'authentication']). Empty when the clause names nothing specific, and when
+    its object is the user's own ("Switch my account to the Basic plan": the account is where the change
+    is made, named by the page's owner, not by the page)."""
+    words = clause.rest.split()
+    if words and words[0].lower() in _POSSESSIVES:
+        return []
+    while words and words[0].lower() in _OBJECT_OPENERS:
+        words = words[1:]
+    named: list[str] = []
+    for word in words:
+        if word.lower() in _OBJECT_ENDERS:
+            break
+        if len(word) >= 3 and word.lower() not in _VAGUE_WORDS and word.lower() not in _OBJECT_OPENERS:
+            named.append(word.lower())
+    return named
+
+
+def _stem_seen(word: str, seen: str) -> bool:
+    """The word, or a word sharing its stem (all but its last five letters, at least four), starts a word
+    of the seen text: 'subscription' is seen in 'Subscribe', 'comments' in 'Comment'. Loose on purpose: a
+    word seen in vain only costs the guard, never an action."""
+    stem = word[: max(4, len(word) - 5)]
+    return re.search(r"(?<![\w-])" + re.escape(stem), seen) is not None
+
+
+def unseen_objects(goal: str, seen_text: str) -> list[str]:
+    """The objects of the goal's clauses of which no word was ever seen in `seen_text` (the pages the
+    episode showed), each as its words joined ('two-factor authentication').
+
+    Why: a page that reacted to a click ("Preferences saved") does not make a goal about a thing no page
+    ever named done: "Turn on two-factor authentication" on an account page with no such setting was
+    claimed done by the 1.5B model's done check after saving the preferences. On an ordinary site the
+    thing a goal changes is named where it is changed (a switch, a row, a heading); a page that names it
+    otherwise ("2FA") only costs the shortcut of asking whether the goal is done, never an action.
+    """
+    seen = seen_text.lower()
+    unseen: list[str] = []
+    for clause in goal_clauses(goal):
+        words = clause_object_words(clause)
+        if words and not any(_stem_seen(word, seen) for word in words):
+            unseen.append(" ".join(words))
+    return unseen

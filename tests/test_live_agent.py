@@ -115,3 +115,25 @@ def test_no_done_check_while_fewer_actions_ran_than_the_goal_asks_for() -> None:
         decision = agent.decide(DecisionContext(task=task, page=page, history=history, feedback="", step_index=1))
         [request] = stub.requests
     assert decision.llm_calls == 1 and request.body.get("grammar") != DONE_GRAMMAR
+
+
+def test_no_done_check_for_a_goal_about_a_thing_no_page_ever_named() -> None:
+    """An account page with no two-factor setting: "Turn on two-factor authentication for my account."
+    After "Save preferences" the page said "Preferences saved", the model answered yes and the run
+    claimed success (scripts/bench_live.py, page `account`). No page named the thing: no check. The same
+    click on a page that names it is asked about."""
+    task = LIVE.model_copy(update={"goal": "Turn on two-factor authentication for my account."})
+    prefs = "[29] button 'Save preferences'\nheading 'Account preferences'"
+    history = [clicked("11", reaction="Preferences saved")]
+
+    def calls_on(page_text: str) -> list[dict[str, object]]:
+        page = PAGE.model_copy(update={"goal": task.goal, "text": page_text})
+        with StubLLMServer(default=Reply(text="no")) as stub:
+            settings = stub_settings(stub)
+            agent = LLMAgent(local_style_client(stub, settings), CharEstimateCounter(), settings=settings)
+            agent.decide(DecisionContext(task=task, page=page, history=history, feedback="", step_index=1))
+            return [r.body for r in stub.requests]
+
+    assert [b.get("grammar") == DONE_GRAMMAR for b in calls_on(prefs)] == [False]
+    named = calls_on(prefs + "\n[30] switch 'Two-factor authentication', checked")
+    assert [b.get("grammar") == DONE_GRAMMAR for b in named] == [True, False]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from awm.actions import action_grammar, target_first_grammar
 from awm.config import GuidanceMode, Settings
 from awm.errors import ConfigError
-from awm.goal_values import goal_clauses
+from awm.goal_values import goal_clauses, unseen_objects
 from awm.llm.base import ChatRequest, LLMClient
 from awm.tokens import TokenCounter, fit_prompt
 from awm.webarena import prompts
@@ -255,6 +255,12 @@ class LLMAgent:
             # "Turn on dark mode and save the settings": after the switch the page showed "Unsaved
             # changes", the model answered yes, and the run ended unsaved. A goal of two actions is not
             # done by one, whatever the page showed.
+            return None
+        seen = "\n".join([*(f"{step.observation}\n{step.reaction}" for step in ctx.history), ctx.page.text])
+        if unseen_objects(goal, seen):
+            # "Turn on two-factor authentication for my account" on an account page with no such
+            # setting: after "Save preferences" the page said "Preferences saved", the model answered
+            # yes, and the run claimed success. What no page ever named was not changed.
             return None
         messages = [{"role": "system", "content": DONE_SYSTEM}, {"role": "user", "content": done_question(goal, last)}]
         request = ChatRequest(
