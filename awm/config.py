@@ -102,6 +102,7 @@ GUIDANCE_FILTERS = (
     "repeated_plain_actions",
     "completed_workflows",
     "refused_workflows",
+    "broken_workflows",
 )
 
 

@@ -27,6 +27,7 @@ from awm.webarena.guidance_filters import (
     FilterContext,
     Offer,
     active_filters,
+    broken_workflows,
     completed_workflows,
     disabled_targets,
     filled_not_clicked,
@@ -218,6 +219,18 @@ def test_refused_workflows_holds_a_workflow_whose_call_was_refused_twice() -> No
     assert twice.spent_workflows == {"log in"}
 
 
+def test_broken_workflows_holds_a_call_that_broke_on_this_very_page_only() -> None:
+    """An ordinary site: 'open the order' broke on the sign-in page (its link is not there); from the
+    same page it is held, from another page it is offered again."""
+    page = shop_page(CHECKOUT)
+    broke = done("run_workflow", {"name": "open the order", "params": {}}, outcome="action_error", fingerprint=page.fingerprint)
+    assert broken_workflows(context(page, [broke]), Offer(None, None)).spent_workflows == {"open the order"}
+    elsewhere = page.model_copy(update={"fingerprint": "another page"})
+    assert broken_workflows(context(elsewhere, [broke]), Offer(None, None)) == Offer(None, None)
+    ran = done("run_workflow", {"name": "open the order", "params": {}}, fingerprint=page.fingerprint)
+    assert broken_workflows(context(page, [ran]), Offer(None, None)) == Offer(None, None)
+
+
 # --- the list and the switch ------------------------------------------------------------------------
 
 
@@ -236,7 +249,7 @@ def test_active_filters_follow_the_switch_and_role_aware() -> None:
     # With role_aware off, as before the filters were named: only the goal note and the first-step rule.
     assert [f.name for f in active_filters("on", role_aware=False)] == [
         "goal_note", "first_step_infeasible", "infeasible_after_reaction", "no_page_to_go_back_to",
-        "completed_workflows", "refused_workflows",
+        "completed_workflows", "refused_workflows", "broken_workflows",
     ]  # fmt: skip
     with pytest.raises(ConfigError, match=r"guidance_off.*'spent_choice'.*known filters: spent_choices"):
         active_filters("on", ["spent_choice"])

@@ -397,6 +397,29 @@ def refused_workflows(context: FilterContext, offer: Offer) -> Offer:
     return replace(offer, spent_workflows=offer.spent_workflows | refused) if refused else offer
 
 
+def broken_workflows(context: FilterContext, offer: Offer) -> Offer:
+    """Holds a workflow whose `run_workflow` call broke (a step not grounded, an action that failed) on
+    the page the agent is on now, the same page state (fingerprint): called again from there, it breaks
+    the same way. Elsewhere it is offered again (a part called before its page was reached may fit later).
+
+    Why: measured on the arena (Trac, site scope, 18 templates), the model called a part whose first
+    step had no target on the page it stood on ("click Modify Ticket" on the login page), was told it
+    broke, and sent the same call again until the loop stop ended the episode: all 15 of the 18 episodes
+    that ended stuck ended that way.
+    """
+    broke = {
+        str((step.action or {}).get("args", {}).get("name", ""))
+        for step in context.history
+        if step.called_by is None
+        and (step.action or {}).get("name") == "run_workflow"
+        and step.outcome != "ok"
+        and step.fingerprint
+        and step.fingerprint == context.page.fingerprint
+    }
+    broke.discard("")
+    return replace(offer, spent_workflows=offer.spent_workflows | broke) if broke else offer
+
+
 # In the order they apply. The goal note is added whatever `role_aware` says; so are the first-step rule
 # and the workflow holds.
 FILTERS: tuple[GuidanceFilter, ...] = (
@@ -412,6 +435,7 @@ FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(repeated_plain_actions, gives_way=True),
     GuidanceFilter(completed_workflows, role_aware_only=False),
     GuidanceFilter(refused_workflows, role_aware_only=False),
+    GuidanceFilter(broken_workflows, role_aware_only=False),
 )
 
 
