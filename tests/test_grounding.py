@@ -41,6 +41,17 @@ def test_a_named_label_or_name_must_match_exactly() -> None:
     assert isinstance(by_name, Resolution) and by_name.element.ref == "0-0"
 
 
+def test_an_exact_tie_goes_to_the_element_with_the_targets_case_too() -> None:
+    """A project's start page: the navigation bar's 'ROADMAP' and a paragraph's 'roadmap' link."""
+    page = [el("0-0", "link", text="ROADMAP"), el("0-1", "link", text="roadmap"), el("0-2", "link", text="Roadmap notes")]
+    found = ground_exact(page, Target(role="link", text="ROADMAP"))
+    assert isinstance(found, Resolution) and found.element.ref == "0-0" and found.score == 100
+    lower = ground_exact(page, Target(role="link", text="roadmap"))
+    assert isinstance(lower, Resolution) and lower.element.ref == "0-1"
+    neither = ground_exact(page, Target(role="link", text="Roadmap"))  # case aside, still a tie
+    assert isinstance(neither, NoMatch) and neither.ambiguous
+
+
 def test_a_tie_is_ambiguity_not_a_choice() -> None:
     twins = [el("0-0", "button", text="Save", form_id="a"), el("0-1", "button", text="Save", form_id="b")]
     tie = ground_exact(twins, Target(role="button", text="Save"))

@@ -7,7 +7,8 @@ trace that only says "clicked element 7" cannot be audited.
 Exact: only visible, enabled candidates whose role matches (and whose row holds the target's row
 words, when it names some); a named label, name attribute or form must
 match exactly (case and spacing aside); with target text, an exact text match scores 100 and a
-substring 50 (no match rejects); the highest score wins and a tie is ambiguity, never a choice.
+substring 50 (no match rejects); the highest score wins, an exact tie goes to the one element whose
+text has the target's case too, and any other tie is ambiguity, never a choice.
 Structural (recovery only), in order, and only when it answers unambiguously: narrow to the target's
 form or container; a submit-kind target takes the only submit/button control in scope; else the only
 element of the role in scope; else the only visible element of that role on the page.
@@ -80,6 +81,14 @@ def text_score(element: Element, text: str) -> int:
     return 0
 
 
+def _same_case(elements: Sequence[Element], text: str) -> list[Element]:
+    """The elements whose visible text (or aria-label) is `text` with its case too: a recorded 'ROADMAP'
+    (a navigation bar's link) is that link, not the paragraph's 'roadmap' beside it (Trac's start page),
+    though both match it case aside. Only a tie-break: case never rejects."""
+    want = " ".join(text.split())
+    return [e for e in elements if want in {" ".join((e.text or "").split()), " ".join((e.aria_label or "").split())}]
+
+
 def ground_exact(elements: Sequence[Element], target: Target) -> Resolution | NoMatch:
     """Exact grounding: hard filters (label, name, form, submit), then the best text score."""
     pool = _eligible(elements, target)
@@ -100,6 +109,8 @@ def ground_exact(elements: Sequence[Element], target: Target) -> Resolution | No
         return NoMatch(reason=f"no visible, enabled {_describe(target)}", candidates=len(pool))
     best = max(s for s, _ in scored)
     top = [e for s, e in scored if s == best]
+    if len(top) > 1 and best == TEXT_EXACT and target.text is not None:
+        top = _same_case(top, target.text) or top
     if len(top) > 1:
         return NoMatch(
             reason=f"{len(top)} elements match {_describe(target)} equally (score {best})",
