@@ -197,3 +197,14 @@ def test_a_site_scope_needs_the_arena_and_a_scope_with_a_site_level() -> None:
     assert site_scope("sites/shop/cart-add") == "sites/shop"
     with pytest.raises(ConfigError, match="'miniwob/login-user' has no site level"):
         site_scope("miniwob/login-user")
+
+
+def test_a_parts_view_leaves_out_what_gives_up(store: WorkflowStore) -> None:
+    """A shop's "cancel a shipped order" template learnt to give up ('open the order, report_infeasible');
+    offered to another template it can only give up there too. Its own scope keeps it."""
+    gives_up = wf("open the order", "Order").model_copy(
+        update={"steps": [*wf("o", "Order").steps, WorkflowStep(action="report_infeasible", value="{reason}")]}
+    )
+    store.commit("sites/shop/cancel-shipped", [gives_up, wf("search", "Search")], parent=None, author="rule")
+    assert [w.name for w in view_over_prefix(store, "sites/shop", parts_only=True).workflows] == ["search"]
+    assert [w.name for w in view_over_prefix(store, "sites/shop").workflows] == ["open the order", "search"]

@@ -128,6 +128,16 @@ def without_split_wholes(workflows: Sequence[Workflow]) -> list[Workflow]:
     return [w for w in workflows if w.name not in split]
 
 
+def without_giving_up(workflows: Sequence[Workflow]) -> list[Workflow]:
+    """The workflows less those with a `report_infeasible` step (their calls expanded first).
+
+    Why: giving up is one template's conclusion about its own task (a reporter may not close a ticket;
+    a milestone that does not exist), never a step toward another's. Measured on the arena's Trac, site
+    scope: reporter-close's "click Modify Ticket, report_infeasible" was offered to close-ticket and
+    reassign-ticket, and called four times; each broke at its first step."""
+    return [w for w in workflows if not any(step.action == "report_infeasible" for step in w.steps)]
+
+
 def view_over_prefix(
     store: WorkflowStore,
     prefix: str,
@@ -141,7 +151,7 @@ def view_over_prefix(
     """Every scope under `prefix` at its head, merged into one view (`merge_scopes`, scopes sorted);
     `exclude` leaves one scope out (a site-scope arm reads only the site's *other* templates);
     `parts_only` keeps of each scope its parts and the workflows that split into none
-    (`without_split_wholes`).
+    (`without_split_wholes`), less those that give up (`without_giving_up`).
 
     `versions` holds each scope's head version and `version` is None: no single version describes the
     view. A workflow's calls to others (`awm.memory.composition`) are expanded within its own scope's
@@ -159,7 +169,7 @@ def view_over_prefix(
         if head is None:  # cannot happen (a listed scope has a head, and heads are never removed)
             continue
         workflows = expand_all(head.workflows)  # calls resolve within their own version
-        heads.append((scope, without_split_wholes(workflows) if parts_only else workflows))
+        heads.append((scope, without_giving_up(without_split_wholes(workflows)) if parts_only else workflows))
         versions[scope] = head.version
     return MemoryView(
         scope=prefix,

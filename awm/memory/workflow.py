@@ -135,6 +135,8 @@ def bind_parameters(workflow: Workflow, goal: str) -> dict[str, str]:
 
 # How many words around a placeholder `bind_by_context` reads at most: before it, after it.
 CONTEXT_WORDS = (3, 2)
+# An opening quote -> its closing quote: a quoted placeholder's value is what the quotes hold.
+_QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019"}
 
 
 def bind_by_context(description: str, goal: str) -> dict[str, str]:
@@ -186,7 +188,15 @@ def _between(goal: str, before: str, after: str, *, last: bool) -> str | None:
             found = re.match(rf"(.+?){tail}", rest, re.IGNORECASE)
             if found is not None and found.group(1).strip():
                 return found.group(1).strip()
+        closer = _QUOTES.get(before[-1:])
+        if closer and after.startswith(closer):
+            # A quoted placeholder ('the ticket "{link}".') whose words after the quote differ in the
+            # goal ('the ticket "Crash when ..." to milestone 1.2'): the value is what the quotes hold.
+            found = re.match(rf"(.+?){re.escape(closer)}(?!\w)", rest)
+            if found is not None and found.group(1).strip():
+                return found.group(1).strip()
     return None
+
 
 
 def _bind_whole(description: str, names: list[str], goal: str) -> dict[str, str]:
