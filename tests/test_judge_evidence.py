@@ -616,3 +616,40 @@ def test_a_box_listed_by_a_plain_word_is_named_and_a_focus_uses_no_value() -> No
     focused = [step(0, "focus", {"bid": "3"}, role="button", label="Save"), step(1, "click", {"bid": "4"}, role="button", label="Cancel")]
     decided = pre_decide(trajectory("Click the button Save.", focused))
     assert decided.label != "success" and "focus" not in " ".join(decided.facts)
+
+
+SIGN_IN_PAGE = "[3] textbox 'Email'\n[4] button 'Sign in'\n[5] link 'Forgot password?'"
+SHAPES_PAGE = "[6] button 'Circle'\n[7] button 'Square'"
+
+
+@pytest.mark.parametrize(
+    ("goal", "steps", "decided"),
+    [
+        # a sign-in page: the clause names the control, the one action did it, the page closed the task
+        ("Click the Sign in button.", [step(0, "click", role="button", label="Sign in", observation=SIGN_IN_PAGE)], True),
+        # "the button" on a page with one button; a section picked by its word among two tabs
+        ("Click the button.", [step(0, "click", role="button", label="Go!", observation="[2] button 'Go!'")], True),
+        ("Expand the section below and click submit.", [
+            step(0, "click", role="tab", label="Section #4", observation="[1] tab 'Section #4', collapsed\n[2] tab 'Submit'"),
+            step(1, "click", role="button", label="Submit", observation="[9] button 'Submit'"),
+        ], True),  # fmt: skip
+        # a button picked by a quality among several: the clause does not say which, the model is asked
+        ("Click the button that best describes the figure.", [step(0, "click", role="button", label="Square", observation=SHAPES_PAGE)], False),
+        # an extra action ran (another state may have been set), or another control was pressed
+        ("Click the Sign in button.", [
+            step(0, "click", role="link", label="Forgot password?", observation=SIGN_IN_PAGE),
+            step(1, "click", role="button", label="Sign in", observation=SIGN_IN_PAGE),
+        ], False),  # fmt: skip
+        ("Click the Sign in button.", [step(0, "click", role="link", label="Forgot password?", observation=SIGN_IN_PAGE)], False),
+        # a position the labels cannot show; a verb one click does not do
+        ("Click the 2nd button.", [step(0, "click", role="button", label="Go!", observation="[2] button 'Go!'")], False),
+        ("Type the text below into the field.", [step(0, "fill", {"value": "x"}, role="textbox", label="Text", observation="[3] textbox 'Text'")], False),
+    ],
+)
+def test_a_goal_of_named_clicks_done_one_for_one_is_success_without_the_model(
+    goal: str, steps: list[Step], decided: bool
+) -> None:
+    decision = pre_decide(trajectory(goal, steps))
+    assert (decision.label, decision.rule) == (("success", "clauses_done") if decided else ("ask_model", "none"))
+    ended_by_loop = pre_decide(trajectory(goal, steps, end="stuck"))
+    assert ended_by_loop.label == "failure"

@@ -26,9 +26,11 @@ from typing import Literal, get_args
 
 from awm.goal_values import (
     PLACE,
+    GoalClause,
     GoalLiteral,
     asked_case,
     extract_goal_literals,
+    goal_clauses,
     in_case,
     is_whole_value,
     literal_in,
@@ -334,6 +336,62 @@ def extra_choices(trajectory: Trajectory) -> list[str]:
     return [label for label in ticked if label not in named] if named else []
 
 
+# --- a goal of named clicks, done click by click ---------------------------------------------------
+
+# Clause verbs that one action on one control does, and the actions that do them.
+_CLAUSE_ACTIONS = {
+    "click": {"click", "press"}, "press": {"click", "press"}, "hit": {"click", "press"},
+    "expand": {"click"}, "open": {"click"}, "highlight": {"select_text"},
+}  # fmt: skip
+_ELEMENT_LINE = re.compile(r"^\[[^\]]+\] (\S+)(?: '(.*?)')?(?:,|$)", re.MULTILINE)
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z]+", text.lower()) if len(w) >= 3}
+
+
+def _names_control(clause: GoalClause, step: Step) -> bool:
+    """Whether the clause names the control `step` acted on: its whole label stands in the clause
+    ("click submit" -> button 'Submit'), or the clause's words pick it alone among the page's elements of
+    its role (the page before the step): the clause says the role and the page had one such element
+    ("Click the button." on a page with one button), or only its label shares a word with the clause
+    ("Expand the section below" -> tab 'Section #11', not tab 'Submit')."""
+    target = step.target
+    if target is None:
+        return False
+    label = " ".join(target.label.split())
+    if label and re.search(rf"(?<!\w){re.escape(label)}(?!\w)", clause.rest, re.IGNORECASE):
+        return True
+    said = _words(clause.rest)
+    same_role = [name for role, name in _ELEMENT_LINE.findall(step.observation) if role == target.role]
+    if target.role in said:
+        return len(same_role) == 1
+    sharing = [name for name in same_role if _words(name) & said]
+    return len(sharing) == 1 and bool(_words(label) & said)
+
+
+def clauses_done(trajectory: Trajectory) -> bool:
+    """Whether the executed actions are, one for one and in order, the goal's clauses of one action each
+    (click, press, expand, open, highlight), each on the control its clause names (`_names_control`),
+    and nothing else ran.
+
+    Why: "Click the button." or "Expand the section below and click submit." names no value, so the
+    value check cannot settle it, and the embedded model's yes/no was a coin toss; the clauses themselves
+    say which controls, and a run that touched exactly those, in that order, did what was asked. On an
+    ordinary site the same holds: "Click the Sign in button" on a page where 'Sign in' is the one button
+    the agent pressed. A control picked by a quality ("the button that best describes the figure") is
+    never named this way when the page has several of its role, so that goes to the model.
+    """
+    clauses = goal_clauses(trajectory.task.goal)
+    executed = executed_actions(trajectory)
+    if not clauses or len(executed) != len(clauses):
+        return False
+    return all(
+        action_name(step) in _CLAUSE_ACTIONS.get(clause.verb, set()) and _names_control(clause, step)
+        for clause, step in zip(clauses, executed, strict=True)
+    )
+
+
 # --- the decision before any model ---------------------------------------------------------------
 
 PreLabel = Literal["failure", "success", "ask_model"]
@@ -345,11 +403,13 @@ class PreDecision:
     goal names was used, or `ask_model` with the checks.
 
     `rule` names the rule that decided (`end`, `no_action`, `literal`, `extra_choice`, `too_few_actions`,
-    `values_used`, or `none` when the model is asked).
+    `values_used`, `clauses_done`, or `none` when the model is asked).
     """
 
     label: PreLabel
-    rule: Literal["end", "no_action", "literal", "extra_choice", "too_few_actions", "values_used", "none"]
+    rule: Literal[
+        "end", "no_action", "literal", "extra_choice", "too_few_actions", "values_used", "clauses_done", "none"
+    ]
     reason: str
     checks: list[LiteralCheck] = field(default_factory=list)
 
@@ -363,7 +423,8 @@ def pre_decide(trajectory: Trajectory) -> PreDecision:
     goal does not name (`extra_choices`), or by fewer executed actions
     than the goal's action verbs; success when the page closed the task after the last action (`done`),
     the goal names values, executed actions used every one of them (typed, chosen, clicked by its
-    label) and the goal names no position ("the 4th result") that values cannot show; else ask the
+    label) and the goal names no position ("the 4th result") that values cannot show, or, for a goal
+    with no values, when the actions were its clauses one for one (`clauses_done`); else ask the
     model. An answer (`answered`) always goes to the model: using the goal's values does not make the
     answer right.
 
@@ -401,13 +462,16 @@ def pre_decide(trajectory: Trajectory) -> PreDecision:
             f"{len(executed)} ran ({', '.join(action_name(s) for s in executed)})"
         )
         return PreDecision("failure", "too_few_actions", reason, checks)
-    if end == "done" and checks and all(c.status == "acted" for c in checks):
-        # A place in a list: which element it was, the values and labels do not show.
-        position = PLACE.search(without_quoted(trajectory.task.goal))
-        if position is None:
+    # A place in a list ("the 2nd paragraph"): which element it was, the values and labels do not show.
+    position = PLACE.search(without_quoted(trajectory.task.goal))
+    if end == "done" and position is None and all(c.status == "acted" for c in checks):
+        if checks:
             return PreDecision(
                 "success", "values_used", "every value the goal names was used by an executed action", checks
             )
+        if clauses_done(trajectory):
+            reason = "each clause of the goal was done, in order, on the control it names, and nothing else"
+            return PreDecision("success", "clauses_done", reason, checks)
     return PreDecision("ask_model", "none", "goes to the model", checks)
 
 
