@@ -103,6 +103,7 @@ GUIDANCE_FILTERS = (
     "completed_workflows",
     "refused_workflows",
     "broken_workflows",
+    "unstartable_workflows",
 )
 
 

@@ -15,6 +15,7 @@ from awm.actions import ACTION_SETS, action_grammar
 from awm.config import GUIDANCE_FILTERS, NOT_RESULTS, config_hash, load_settings
 from awm.errors import ConfigError
 from awm.llm.base import ChatRequest, ChatResult
+from awm.memory.workflow import Workflow, WorkflowStep
 from awm.pipeline.policy import PolicyFactory
 from awm.tokens import CharEstimateCounter, TokenCounter
 from awm.trajectory import Step, TargetDesc, Task
@@ -41,8 +42,10 @@ from awm.webarena.guidance_filters import (
     repeated_plain_actions,
     spent_choices,
     undoing_clicks,
+    unstartable_workflows,
 )
 from awm.webarena.harness import DecisionContext, page_targets
+from awm.webarena.workflow_run import CallableWorkflow, open_parameters
 
 SHOP = "http://shop.example.test/checkout"
 PLAIN_GOAL = "Buy the blue mug with the saved card."
@@ -231,6 +234,49 @@ def test_broken_workflows_holds_a_call_that_broke_on_this_very_page_only() -> No
     assert broken_workflows(context(page, [ran]), Offer(None, None)) == Offer(None, None)
 
 
+def callable_from(name: str, *steps: tuple[str, str, str, str], bound: dict[str, str] | None = None) -> CallableWorkflow:
+    """A callable workflow of (action, role, label, value) steps, with `bound` read off the goal."""
+    workflow = Workflow(
+        name=name,
+        steps=[WorkflowStep(action=a, target=TargetDesc(role=r, label=lab), value=v) for a, r, lab, v in steps],
+    )
+    bound = bound or {}
+    return CallableWorkflow(workflow=workflow, bound=bound, open=open_parameters(workflow, bound))
+
+
+def test_unstartable_workflows_holds_a_call_whose_first_control_is_not_on_this_page() -> None:
+    """An ordinary shop: on the checkout page 'open my orders' (its first step clicks the 'My orders'
+    link) cannot start, 'enter my email' can (its field is here), 'open one order' names its link by a
+    value the call gives (not judged), and 'open the order' by a value the goal gave: not here, held.
+    On the account page, where the links are and no Email field is, only 'enter my email' is held."""
+    workflows = {
+        "open my orders": callable_from("open my orders", ("click", "link", "My orders", "")),
+        "enter my email": callable_from("enter my email", ("fill", "textbox", "Email", "{email}")),
+        "open one order": callable_from("open one order", ("click", "link", "{order}", "")),
+        "open the order": callable_from("open the order", ("click", "link", "{order}", ""), bound={"order": "A-17"}),
+    }
+    checkout = shop_page(CHECKOUT)
+    held = unstartable_workflows(FilterContext(checkout, PLAIN_GOAL, [], workflows=workflows), Offer(None, None))
+    assert held.spent_workflows == {"open my orders", "open the order"}
+    account = shop_page([("21", "link", "My orders", ""), ("22", "link", "A-17", ""), ("23", "link", "A-18", "")])
+    held = unstartable_workflows(FilterContext(account, PLAIN_GOAL, [], workflows=workflows), Offer(None, None))
+    assert held.spent_workflows == {"enter my email"}
+    assert unstartable_workflows(FilterContext(account, PLAIN_GOAL, []), Offer(None, None)) == Offer(None, None)
+
+
+def test_unstartable_workflows_judges_as_the_executor_grounds() -> None:
+    """The executor's recovery takes the one element of the step's role when exact text finds none
+    (a 'Continue' step on a form whose one button says 'Place order'): such a call starts, so it is
+    offered; two links that match equally break the call (ambiguous), so it is held."""
+    workflows = {
+        "continue": callable_from("continue", ("click", "button", "Continue", "")),
+        "open details": callable_from("open details", ("click", "link", "Details", "")),
+    }
+    page = shop_page([*CHECKOUT, ("31", "link", "Details", ""), ("32", "link", "Details", "")])
+    held = unstartable_workflows(FilterContext(page, PLAIN_GOAL, [], workflows=workflows), Offer(None, None))
+    assert held.spent_workflows == {"open details"}
+
+
 # --- the list and the switch ------------------------------------------------------------------------
 
 
@@ -249,7 +295,7 @@ def test_active_filters_follow_the_switch_and_role_aware() -> None:
     # With role_aware off, as before the filters were named: only the goal note and the first-step rule.
     assert [f.name for f in active_filters("on", role_aware=False)] == [
         "goal_note", "first_step_infeasible", "infeasible_after_reaction", "no_page_to_go_back_to",
-        "completed_workflows", "refused_workflows", "broken_workflows",
+        "completed_workflows", "refused_workflows", "broken_workflows", "unstartable_workflows",
     ]  # fmt: skip
     with pytest.raises(ConfigError, match=r"guidance_off.*'spent_choice'.*known filters: spent_choices"):
         active_filters("on", ["spent_choice"])

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 from awm.actions import ACTION_SETS, TEXT_ENTRY_ROLES, TOGGLE_ROLES
@@ -27,6 +27,7 @@ from awm.trajectory import Step
 from awm.webarena.env import PageState
 from awm.webarena.fingerprint import ControlState
 from awm.webarena.goal_progress import GoalGuidance, guidance
+from awm.webarena.workflow_run import CallableWorkflow, starts_here
 
 
 @dataclass(frozen=True)
@@ -50,13 +51,15 @@ class Offer:
 
 @dataclass
 class FilterContext:
-    """What a filter reads: the page, the goal, the steps so far, and whether the agent ends the task
-    itself (a live page, an arena site). The goal's state is worked out once, on first use."""
+    """What a filter reads: the page, the goal, the steps so far, whether the agent ends the task itself
+    (a live page, an arena site) and the workflows it may call, by name, bound from the goal. The goal's
+    state is worked out once, on first use."""
 
     page: PageState
     goal: str
     history: Sequence[Step]
     ends_itself: bool = False
+    workflows: Mapping[str, CallableWorkflow] = field(default_factory=dict)
 
     @cached_property
     def goal_state(self) -> GoalGuidance:
@@ -420,6 +423,24 @@ def broken_workflows(context: FilterContext, offer: Offer) -> Offer:
     return replace(offer, spent_workflows=offer.spent_workflows | broke) if broke else offer
 
 
+def unstartable_workflows(context: FilterContext, offer: Offer) -> Offer:
+    """Holds a workflow whose first step does not ground on this page (`workflow_run.starts_here`):
+    neither its exact target nor the one element the executor's structural fallback would take is here,
+    so a call from this page breaks on its first step. Offered again on a page where it starts.
+
+    Why: measured on the arena (Trac, site scope, 18 templates), the model called parts whose first
+    step's control was not on the page yet: "click Modify Ticket" on the login page, a ticket's link
+    before its report was open; each call broke and cost a model step (43 calls, 7 ran to the end). On
+    any site a procedure starts where its first control is; the model is left the page's own actions
+    (or another workflow) to get there.
+    """
+    absent = {
+        name for name, callable_workflow in context.workflows.items()
+        if name not in offer.spent_workflows and not starts_here(context.page, callable_workflow)
+    }  # fmt: skip
+    return replace(offer, spent_workflows=offer.spent_workflows | absent) if absent else offer
+
+
 # In the order they apply. The goal note is added whatever `role_aware` says; so are the first-step rule
 # and the workflow holds.
 FILTERS: tuple[GuidanceFilter, ...] = (
@@ -436,6 +457,7 @@ FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(completed_workflows, role_aware_only=False),
     GuidanceFilter(refused_workflows, role_aware_only=False),
     GuidanceFilter(broken_workflows, role_aware_only=False),
+    GuidanceFilter(unstartable_workflows, role_aware_only=False),
 )
 
 

@@ -20,12 +20,12 @@ from pydantic import BaseModel, ConfigDict
 
 from awm.actions import Action, render_action
 from awm.grounding.executor import ActionFailed, ExecutorConfig, StepReport, TargetNotFound, execute_step
-from awm.grounding.ground import norm
+from awm.grounding.ground import Resolution, ground_exact, ground_structural, norm
 from awm.grounding.model import Target
 from awm.grounding.snapshot import Element
 from awm.memory.composition import CompositionError, expand
 from awm.memory.view import MemoryView
-from awm.memory.workflow import Workflow, WorkflowStep, bind_parameters, instantiate
+from awm.memory.workflow import PLACEHOLDER, Workflow, WorkflowStep, bind_parameters, instantiate
 from awm.trajectory import Approval, Step, StepOutcome, TargetDesc, WorkflowCall
 from awm.webarena.env import BrowserSession, PageState
 from awm.webarena.fingerprint import shows_masked
@@ -149,6 +149,19 @@ def step_target(step: WorkflowStep) -> Target:
     label = " ".join(step.target.label.split())
     row = " ".join(step.target.row.split())
     return Target(role=step.target.role.strip(), text=label or None, row=row or None)
+
+
+def starts_here(page: PageState, callable_workflow: CallableWorkflow) -> bool:
+    """Whether the workflow's first step grounds on this page as the executor grounds it: exactly, or by
+    the structural fallback its recovery takes (`awm.grounding.executor`). False only when neither finds
+    the one element, so a call from here would break on its first step. A first step whose target still
+    holds a value the call itself gives cannot be judged before the call, and counts as starting here;
+    so does one that acts on no element (an ending)."""
+    first = instantiate(callable_workflow.workflow, callable_workflow.bound).steps[0]
+    if first.action in ENDING_ACTIONS or PLACEHOLDER.search(first.target.label + first.target.row):
+        return True
+    elements, target = page_elements(page), step_target(first)
+    return any(isinstance(found, Resolution) for found in (ground_exact(elements, target), ground_structural(elements, target)))
 
 
 def step_action(step: WorkflowStep, bid: str) -> Action:
