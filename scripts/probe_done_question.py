@@ -24,6 +24,7 @@ from awm.llm.base import ChatRequest
 from awm.llm.factory import make_client
 from awm.trajectory import Step
 from awm.webarena.agent import DONE_GRAMMAR, DONE_SYSTEM, done_question
+from awm.webarena.workflow_run import ENDING_ACTIONS
 
 REMAINS_SYSTEM = "Say what is left to do."
 REMAINS_QUESTION = "What part of the goal is not done yet? Answer nothing if all of it is done."
@@ -37,7 +38,7 @@ def reacted_steps(run: Path) -> list[tuple[str, str, Step]]:
         record = json.loads(path.read_text(encoding="utf-8"))
         for raw in record["steps"]:
             step = Step.model_validate(raw)
-            if step.reaction and (step.action or {}).get("name") not in ("send_msg_to_user", "report_infeasible"):
+            if step.reaction and (step.action or {}).get("name") not in ENDING_ACTIONS:
                 found.append((path.stem, record["task"]["goal"], step))
     return found
 

@@ -158,7 +158,7 @@ def dismiss_overlay(page: Any, config: ExecutorConfig) -> str | None:
     return None
 
 
-def _ground(elements: list[Element], target: Target, mode: str) -> Resolution:
+def ground_in_mode(elements: list[Element], target: Target, mode: str) -> Resolution:
     """Exact grounding. After a target was not found: exact on the fresh snapshot first (a late element
     may be there now), then the structural fallback. After a step's postcondition failed (``form``): the
     structural fallback inside the named form only, since exact grounding would pick the same element."""
@@ -228,7 +228,7 @@ def execute_step(
         try:
             elements = backend.snapshot()
             log({"event": "observe", "step": index, "elements": len(elements)})
-            resolution = _ground(elements, target, mode)
+            resolution = ground_in_mode(elements, target, mode)
             report.grounding.append(resolution.explain())
             backend.act(resolution.element, step)
             if not backend.verify(resolution.element, step):

@@ -27,7 +27,7 @@ from awm.trajectory import Step
 from awm.webarena.env import PageState
 from awm.webarena.fingerprint import ControlState
 from awm.webarena.goal_progress import GoalGuidance, guidance
-from awm.webarena.workflow_run import CallableWorkflow, starts_here
+from awm.webarena.workflow_run import CallableWorkflow, page_elements, starts_here
 
 
 @dataclass(frozen=True)
@@ -434,9 +434,12 @@ def unstartable_workflows(context: FilterContext, offer: Offer) -> Offer:
     any site a procedure starts where its first control is; the model is left the page's own actions
     (or another workflow) to get there.
     """
+    if not context.workflows:
+        return offer
+    elements = page_elements(context.page)  # once for every workflow of the step
     absent = {
         name for name, callable_workflow in context.workflows.items()
-        if name not in offer.spent_workflows and not starts_here(context.page, callable_workflow)
+        if name not in offer.spent_workflows and not starts_here(elements, callable_workflow)
     }  # fmt: skip
     return replace(offer, spent_workflows=offer.spent_workflows | absent) if absent else offer
 

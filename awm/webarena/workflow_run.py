@@ -19,8 +19,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from awm.actions import Action, render_action
-from awm.grounding.executor import ActionFailed, ExecutorConfig, StepReport, TargetNotFound, execute_step
-from awm.grounding.ground import Resolution, ground_exact, ground_structural, norm
+from awm.grounding.executor import (
+    ActionFailed,
+    ExecutorConfig,
+    StepReport,
+    TargetNotFound,
+    execute_step,
+    ground_in_mode,
+)
+from awm.grounding.ground import norm
 from awm.grounding.model import Target
 from awm.grounding.snapshot import Element
 from awm.memory.composition import CompositionError, expand
@@ -151,17 +158,21 @@ def step_target(step: WorkflowStep) -> Target:
     return Target(role=step.target.role.strip(), text=label or None, row=row or None)
 
 
-def starts_here(page: PageState, callable_workflow: CallableWorkflow) -> bool:
-    """Whether the workflow's first step grounds on this page as the executor grounds it: exactly, or by
-    the structural fallback its recovery takes (`awm.grounding.executor`). False only when neither finds
-    the one element, so a call from here would break on its first step. A first step whose target still
-    holds a value the call itself gives cannot be judged before the call, and counts as starting here;
-    so does one that acts on no element (an ending)."""
+def starts_here(elements: list[Element], callable_workflow: CallableWorkflow) -> bool:
+    """Whether the workflow's first step grounds among the page's `elements` (`page_elements`) as the
+    executor grounds it after a recovery: exactly, else by the structural fallback
+    (`awm.grounding.executor.ground_in_mode`). False only when neither finds the one element, so a call
+    from here would break on its first step. A first step whose target still holds a value the call
+    itself gives cannot be judged before the call, and counts as starting here; so does one that acts on
+    no element (an ending)."""
     first = instantiate(callable_workflow.workflow, callable_workflow.bound).steps[0]
-    if first.action in ENDING_ACTIONS or PLACEHOLDER.search(first.target.label + first.target.row):
+    if first.action in ENDING_ACTIONS or any(PLACEHOLDER.search(text) for text in (first.target.label, first.target.row)):
         return True
-    elements, target = page_elements(page), step_target(first)
-    return any(isinstance(found, Resolution) for found in (ground_exact(elements, target), ground_structural(elements, target)))
+    try:
+        ground_in_mode(elements, step_target(first), "structural")
+    except TargetNotFound:
+        return False
+    return True
 
 
 def step_action(step: WorkflowStep, bid: str) -> Action:
