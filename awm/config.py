@@ -134,6 +134,10 @@ class AgentSettings(BaseModel):
     # carries no note on the goal's state. Both change results, so both are in the config hash.
     guidance: GuidanceMode = "on"
     guidance_off: list[str] = Field(default_factory=list)
+    # Where the agent ends the task itself and the goal is a question, a short separate question on each
+    # new page that names its subject: the answer on this page (`awm.webarena.answer_check`, which says
+    # what it was measured on). Off: the agent prompt alone decides when to answer.
+    answer_check: bool = True
 
     @field_validator("guidance_off")
     @classmethod

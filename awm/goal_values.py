@@ -387,7 +387,7 @@ def clause_object_words(clause: GoalClause) -> list[str]:
     return named
 
 
-def _stem_seen(word: str, seen: str) -> bool:
+def stem_seen(word: str, seen: str) -> bool:
     """The word, or a word sharing its stem (all but its last five letters, at least four), starts a word
     of the seen text: 'subscription' is seen in 'Subscribe', 'comments' in 'Comment'. Loose on purpose: a
     word seen in vain only costs the guard, never an action."""
@@ -409,6 +409,6 @@ def unseen_objects(goal: str, seen_text: str) -> list[str]:
     unseen: list[str] = []
     for clause in goal_clauses(goal):
         words = clause_object_words(clause)
-        if words and not any(_stem_seen(word, seen) for word in words):
+        if words and not any(stem_seen(word, seen) for word in words):
             unseen.append(" ".join(words))
     return unseen

@@ -15,7 +15,7 @@ from awm.actions import ACTION_SETS, action_grammar
 from awm.config import GUIDANCE_FILTERS, NOT_RESULTS, config_hash, load_settings
 from awm.errors import ConfigError
 from awm.llm.base import ChatRequest, ChatResult
-from awm.memory.workflow import Workflow, WorkflowStep
+from awm.memory.workflow import Workflow, WorkflowStep, open_parameters
 from awm.pipeline.policy import PolicyFactory
 from awm.tokens import CharEstimateCounter, TokenCounter
 from awm.trajectory import Step, TargetDesc, Task
@@ -45,7 +45,7 @@ from awm.webarena.guidance_filters import (
     unstartable_workflows,
 )
 from awm.webarena.harness import DecisionContext, page_targets
-from awm.webarena.workflow_run import CallableWorkflow, open_parameters
+from awm.webarena.workflow_run import CallableWorkflow
 
 SHOP = "http://shop.example.test/checkout"
 PLAIN_GOAL = "Buy the blue mug with the saved card."

@@ -208,3 +208,34 @@ def test_a_parts_view_leaves_out_what_gives_up(store: WorkflowStore) -> None:
     store.commit("sites/shop/cancel-shipped", [gives_up, wf("search", "Search")], parent=None, author="rule")
     assert [w.name for w in view_over_prefix(store, "sites/shop", parts_only=True).workflows] == ["search"]
     assert [w.name for w in view_over_prefix(store, "sites/shop").workflows] == ["open the order", "search"]
+
+
+def test_top_k_puts_first_the_workflows_whose_values_the_goal_gives(store: WorkflowStore) -> None:
+    """An ordinary shop: "What colour is the kettle "Aurora"?" reads more like the colour-changing part
+    (another task's: it needs a colour the question does not state) than like the part that opens the
+    kettle's page, whose one value the question gives; the opening part comes first."""
+
+    def step(action: str, role: str, label: str, value: str = "") -> WorkflowStep:
+        return WorkflowStep(reasoning="", action=action, target=TargetDesc(role=role, label=label), value=value)
+
+    recolour = Workflow(
+        name="select Colour:", description='Change the colour of the kettle "{item}" to {colour}.',
+        parameters=["colour"], steps=[step("select_option", "combobox", "Colour:", "{colour}"), step("click", "button", "Save")],
+    )  # fmt: skip
+    open_item = Workflow(
+        name="click Kettles, click {item}", description='Add the kettle "{item}" to the basket.',
+        parameters=["item"], steps=[step("click", "link", "Kettles"), step("click", "link", "{item}")],
+    )  # fmt: skip
+    store.commit("shop/recolour", [recolour], parent=None, author="rule")
+    store.commit("shop/add-to-basket", [open_item], parent=None, author="rule")
+
+    class ColourWords:
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.array([[t.lower().count("colour") + 0.1, 1.0] for t in texts], dtype=np.float32)
+
+    view = view_over_prefix(store, "shop", k=1)
+    assert [w.name for w in view.select('What colour is the kettle "Aurora"?', ColourWords())] == [open_item.name]
+    # A goal that gives the colour too: similarity decides again.
+    assert [w.name for w in view.select('Change the colour of the kettle "Aurora" to red.', ColourWords())] == [
+        recolour.name
+    ]

@@ -25,7 +25,7 @@ from awm.memory.composition import expand_all
 from awm.memory.embeddings import Embedder, normalise
 from awm.memory.retrieval import workflow_text
 from awm.memory.store import WorkflowStore
-from awm.memory.workflow import Workflow
+from awm.memory.workflow import PLACEHOLDER, Workflow, bind_parameters, open_parameters
 
 ViewMode = Literal["all", "topk"]
 WorkflowUse = Literal["text", "executable"]
@@ -53,7 +53,15 @@ class MemoryView(BaseModel):
 
     def select(self, goal: str, embedder: Embedder | None = None) -> list[Workflow]:
         """The workflows to show for `goal`, most relevant first (``all``: the version's own order), each
-        with its calls to other workflows expanded: a prompt shows the steps, not names to look up."""
+        with its calls to other workflows expanded: a prompt shows the steps, not names to look up.
+
+        ``topk`` ranks last the workflows that need a value this goal does not state (`unstated_values`),
+        each group by similarity. Why: measured on the arena's Trac with
+        site scope, "What priority does the ticket X have?" was shown the priority-changing and
+        milestone-changing parts of other templates (their goals say "priority" and "ticket" too), each
+        needing a value the question does not state, and not the part that opens the ticket; the 1.5B
+        model answered without looking. On any site a procedure whose values the task does not state is
+        another task's procedure."""
         workflows = expand_all(list(self.workflows))
         if self.mode == "all" or len(workflows) <= self.k:
             return workflows
@@ -64,8 +72,18 @@ class MemoryView(BaseModel):
         vectors = normalise(embedder.embed([workflow_text(w.name, w.description) for w in workflows]))
         query = normalise(embedder.embed([goal]))
         scores = (vectors @ query.T).ravel()
-        order = sorted(range(len(workflows)), key=lambda i: (-float(scores[i]), i))
+        needs = [bool(unstated_values(w, goal)) for w in workflows]
+        order = sorted(range(len(workflows)), key=lambda i: (needs[i], -float(scores[i]), i))
         return [workflows[i] for i in order[: self.k]]
+
+
+def unstated_values(workflow: Workflow, goal: str) -> list[str]:
+    """The placeholders of the workflow's description that `goal` does not fill (`bind_parameters`) and
+    its steps need: values its own task stated and this one does not. A description without placeholders
+    (a hand-written or model-written workflow) states none, so it needs none here."""
+    open_ones = open_parameters(workflow, bind_parameters(workflow, goal))
+    stated = set(PLACEHOLDER.findall(workflow.description))
+    return [name for name in open_ones if name in stated]
 
 
 def view_at_head(

@@ -139,6 +139,14 @@ CONTEXT_WORDS = (3, 2)
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019"}
 
 
+def open_parameters(workflow: Workflow, bound: dict[str, str]) -> tuple[str, ...]:
+    """The placeholders still unfilled once `bound` is applied, in the order the workflow lists them."""
+    names = list(workflow.parameters)
+    for step in workflow.steps:
+        names.extend(step.placeholders())
+    return tuple(n for n in dict.fromkeys(names) if n not in bound)
+
+
 def bind_by_context(description: str, goal: str) -> dict[str, str]:
     """Values for a description's placeholders read off a goal of another template, one placeholder at
     a time: the words right before it and right after it (at most `CONTEXT_WORDS`, the most that occur

@@ -96,6 +96,7 @@ class PolicyFactory:
             thought=agent.thought,
             guidance=agent.guidance,
             guidance_off=agent.guidance_off,
+            answer_check=agent.answer_check,
         )
 
 

@@ -24,12 +24,12 @@ from awm.evaluation.success import is_success
 from awm.files import write_text_atomic
 from awm.induction.abstraction import AbstractStep, abstract_trajectory
 from awm.memory.composition import CompositionError, callees, expand
-from awm.memory.workflow import PLACEHOLDER, Workflow, WorkflowStep, bind_parameters
+from awm.memory.workflow import PLACEHOLDER, Workflow, WorkflowStep, bind_parameters, open_parameters
 from awm.trajectory import Trajectory
 from awm.webarena.env import BrowserSession
 from awm.webarena.harness import HarnessConfig, StepCallback, run_episode
 from awm.webarena.policies import ReplayPolicy
-from awm.webarena.workflow_run import EXECUTABLE_ACTIONS, not_executable, open_parameters
+from awm.webarena.workflow_run import EXECUTABLE_ACTIONS, not_executable
 
 if TYPE_CHECKING:
     from awm.pipeline.config import PipelineConfig

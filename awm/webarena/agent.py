@@ -23,6 +23,7 @@ from awm.errors import ConfigError
 from awm.goal_values import goal_clauses, unseen_objects
 from awm.llm.base import ChatRequest, LLMClient
 from awm.tokens import TokenCounter, fit_prompt
+from awm.webarena import answer_check as answers
 from awm.webarena import prompts
 from awm.webarena.env import PageState, agent_ends, is_live
 from awm.webarena.guidance_filters import FilterContext, Offer, active_filters, narrowed
@@ -68,6 +69,18 @@ def done_question(goal: str, step: Step) -> str:
     )
 
 
+def _with_cost_of(decision: Decision, earlier: Decision) -> Decision:
+    """`decision` with the cost of the `earlier` checks of the same step added."""
+    return decision.model_copy(
+        update={
+            "prompt_tokens": decision.prompt_tokens + earlier.prompt_tokens,
+            "completion_tokens": decision.completion_tokens + earlier.completion_tokens,
+            "llm_ms": decision.llm_ms + earlier.llm_ms,
+            "llm_calls": decision.llm_calls + earlier.llm_calls,
+        }
+    )
+
+
 def _fresh_feedback(ctx: DecisionContext) -> str:
     """The last action's result, unless the history's last entry already shows it."""
     if ctx.history and ctx.history[-1].feedback.strip() == ctx.feedback.strip():
@@ -83,7 +96,8 @@ class LLMAgent:
     on the page, not known before), then fixed for the episode so the prompt prefix stays stable.
     `use_grammar` defaults to: on for the local backend (llama.cpp reads GBNF), off otherwise.
     `guidance` / `guidance_off`: the named filters that narrow each step's offer
-    (`awm.webarena.guidance_filters`): all off, or single ones off.
+    (`awm.webarena.guidance_filters`): all off, or single ones off. `answer_check`: on a question goal
+    the agent ends itself, ask for the answer on each new page that names its subject (`_answer_check`).
     """
 
     def __init__(
@@ -101,6 +115,7 @@ class LLMAgent:
         embedder: Embedder | None = None,
         guidance: GuidanceMode = "on",
         guidance_off: Sequence[str] = (),
+        answer_check: bool = True,
     ) -> None:
         self.client = client
         self.counter = counter
@@ -112,6 +127,7 @@ class LLMAgent:
         self.target_first = target_first and self.use_grammar
         self.thought = thought  # a thought line before the action (`AgentSettings.thought`)
         self.guidance = active_filters(guidance, guidance_off, role_aware=role_aware)
+        self.answer_check = answer_check  # `_answer_check` (`AgentSettings.answer_check`)
         self.name = client.model  # the harness records it as the trajectory's model
         self.memory = memory
         self._embedder = embedder
@@ -216,12 +232,18 @@ class LLMAgent:
         return request, fitted.prompt_tokens, [w.name for w in workflows[: fitted.memory_kept]]
 
     def decide(self, ctx: DecisionContext) -> Decision:
-        """One model call (two on a live page whose last action made it react: the done check first).
+        """One model call, and before it the checks that may end the step without it: the answer check
+        (a question on a page that names its subject) and the done check (a live page that reacted).
         `LLMError` and `PromptTooLargeError` propagate: the harness ends the episode as `llm_error` or
         `context_overflow`."""
-        checked = self._done_check(ctx) or Decision(text="", llm_calls=0)  # no check: nothing spent
-        if checked.text:
-            return checked
+        checked = Decision(text="", llm_calls=0)  # no check: nothing spent
+        for check in (self._answer_check, self._done_check):
+            decided = check(ctx)
+            if decided is None:
+                continue
+            checked = _with_cost_of(decided, checked)
+            if checked.text:
+                return checked
         request, fitted_tokens, shown = self.build_request(ctx)
         result = self.client.chat(request)
         return Decision(
@@ -234,6 +256,36 @@ class LLMAgent:
             prompt=list(request.messages),
             workflows=shown,
         )
+
+    def _answer_check(self, ctx: DecisionContext) -> Decision | None:
+        """Where the agent ends the task itself and the goal is a question: on a page state not asked
+        before that names what the question is about, ask in a short separate call for the answer on
+        this page; an answer the page bears out is the decision (`send_msg_to_user`), else only the
+        call's cost (text empty). Why, and what keeps a wrong answer out: `awm.webarena.answer_check`."""
+        if not self.answer_check or not agent_ends(ctx.task) or ctx.retry_error:
+            return None
+        goal = ctx.page.goal or ctx.task.goal
+        page = ctx.page
+        if not answers.asks_question(goal) or answers.asked_before(ctx.history, page.fingerprint):
+            return None
+        if not answers.page_names_subject(goal, page.text):
+            return None
+        messages = [
+            {"role": "system", "content": answers.ANSWER_SYSTEM},
+            {"role": "user", "content": answers.answer_question(goal, page.text)},
+        ]
+        request = ChatRequest(
+            messages=messages, temperature=0.0, max_tokens=answers.ANSWER_MAX_CHARS // 2,
+            grammar=answers.ANSWER_GRAMMAR if self.use_grammar else None, purpose="actor",
+        )  # fmt: skip
+        result = self.client.chat(request)
+        answer = answers.grounded_answer(result.text, goal, page.text)
+        return Decision(
+            text=f"The page answers the question.\n{finish_action(answer)}" if answer else "",
+            prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
+            llm_ms=result.seconds * 1000.0, llm_calls=1, prompt_hash=prompt_hash(messages) if answer else "",
+            prompt=messages if answer else [],
+        )  # fmt: skip
 
     def _done_check(self, ctx: DecisionContext) -> Decision | None:
         """On a live page that reacted to the last action: ask, in a short separate call, whether the goal

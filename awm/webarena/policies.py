@@ -11,11 +11,10 @@ from collections.abc import Sequence
 
 from awm.actions import Action, render_action
 from awm.memory.view import MemoryView
-from awm.memory.workflow import Workflow, bind_parameters
+from awm.memory.workflow import Workflow, bind_parameters, open_parameters
 from awm.webarena.env import PageState
 from awm.webarena.fingerprint import shows_masked
 from awm.webarena.harness import Decision, DecisionContext
-from awm.webarena.workflow_run import open_parameters
 
 _QUOTED = re.compile(r'"([^"]*)"')
 

@@ -32,7 +32,14 @@ from awm.grounding.model import Target
 from awm.grounding.snapshot import Element
 from awm.memory.composition import CompositionError, expand
 from awm.memory.view import MemoryView
-from awm.memory.workflow import PLACEHOLDER, Workflow, WorkflowStep, bind_parameters, instantiate
+from awm.memory.workflow import (
+    PLACEHOLDER,
+    Workflow,
+    WorkflowStep,
+    bind_parameters,
+    instantiate,
+    open_parameters,
+)
 from awm.trajectory import Approval, Step, StepOutcome, TargetDesc, WorkflowCall
 from awm.webarena.env import BrowserSession, PageState
 from awm.webarena.fingerprint import shows_masked
@@ -96,14 +103,6 @@ class CallableWorkflow(BaseModel):
     @property
     def name(self) -> str:
         return self.workflow.name
-
-
-def open_parameters(workflow: Workflow, bound: dict[str, str]) -> tuple[str, ...]:
-    """The placeholders still unfilled once `bound` is applied, in the order the workflow lists them."""
-    names = list(workflow.parameters)
-    for step in workflow.steps:
-        names.extend(step.placeholders())
-    return tuple(n for n in dict.fromkeys(names) if n not in bound)
 
 
 def callable_workflows(view: MemoryView | None, goal: str) -> dict[str, CallableWorkflow]:
