@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from awm.actions import action_grammar, target_first_grammar
@@ -270,21 +270,14 @@ class LLMAgent:
             return None
         if not answers.page_names_subject(goal, page.text):
             return None
-        messages = [
-            {"role": "system", "content": answers.ANSWER_SYSTEM},
-            {"role": "user", "content": answers.answer_question(goal, page.text)},
-        ]
-        request = ChatRequest(
-            messages=messages, temperature=0.0, max_tokens=answers.ANSWER_MAX_CHARS // 2,
-            grammar=answers.ANSWER_GRAMMAR if self.use_grammar else None, purpose="actor",
-        )  # fmt: skip
-        result = self.client.chat(request)
-        answer = answers.grounded_answer(result.text, goal, page.text)
-        return Decision(
-            text=f"The page answers the question.\n{finish_action(answer)}" if answer else "",
-            prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
-            llm_ms=result.seconds * 1000.0, llm_calls=1, prompt_hash=prompt_hash(messages) if answer else "",
-            prompt=messages if answer else [],
+
+        def decided(reply: str) -> str:
+            answer = answers.grounded_answer(reply, goal, page.text)
+            return f"The page answers the question.\n{finish_action(answer)}" if answer else ""
+
+        return self._ask_check(
+            answers.ANSWER_SYSTEM, answers.answer_question(goal, page.text),
+            max_tokens=answers.ANSWER_MAX_CHARS // 2, grammar=answers.ANSWER_GRAMMAR, decided=decided,
         )  # fmt: skip
 
     def _done_check(self, ctx: DecisionContext) -> Decision | None:
@@ -314,16 +307,31 @@ class LLMAgent:
             # setting: after "Save preferences" the page said "Preferences saved", the model answered
             # yes, and the run claimed success. What no page ever named was not changed.
             return None
-        messages = [{"role": "system", "content": DONE_SYSTEM}, {"role": "user", "content": done_question(goal, last)}]
+
+        def decided(reply: str) -> str:
+            done = reply.strip().lower().startswith("yes")
+            return f"The page shows the goal is done.\n{finish_action(last.reaction)}" if done else ""
+
+        return self._ask_check(
+            DONE_SYSTEM, done_question(goal, last), max_tokens=3, grammar=DONE_GRAMMAR, decided=decided
+        )
+
+    def _ask_check(
+        self, system: str, question: str, *, max_tokens: int, grammar: str, decided: Callable[[str], str]
+    ) -> Decision:
+        """One short check call (temperature 0, `grammar` under constrained decoding): the decision text
+        `decided` makes of the reply (empty: the check decided nothing, only its cost counts), with the
+        prompt and its hash kept only when it decided."""
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
         request = ChatRequest(
-            messages=messages, temperature=0.0, max_tokens=3,
-            grammar=DONE_GRAMMAR if self.use_grammar else None, purpose="actor",
+            messages=messages, temperature=0.0, max_tokens=max_tokens,
+            grammar=grammar if self.use_grammar else None, purpose="actor",
         )  # fmt: skip
         result = self.client.chat(request)
-        done = result.text.strip().lower().startswith("yes")
+        text = decided(result.text)
         return Decision(
-            text=f"The page shows the goal is done.\n{finish_action(last.reaction)}" if done else "",
+            text=text,
             prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
-            llm_ms=result.seconds * 1000.0, llm_calls=1, prompt_hash=prompt_hash(messages) if done else "",
-            prompt=messages if done else [],
+            llm_ms=result.seconds * 1000.0, llm_calls=1, prompt_hash=prompt_hash(messages) if text else "",
+            prompt=messages if text else [],
         )  # fmt: skip
