@@ -104,6 +104,7 @@ GUIDANCE_FILTERS = (
     "refused_workflows",
     "broken_workflows",
     "unstartable_workflows",
+    "parts_in_order",
 )
 
 

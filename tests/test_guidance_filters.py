@@ -38,6 +38,7 @@ from awm.webarena.guidance_filters import (
     infeasible_after_reaction,
     narrowed,
     no_page_to_go_back_to,
+    parts_in_order,
     refused_workflows,
     repeated_plain_actions,
     spent_choices,
@@ -234,6 +235,21 @@ def test_broken_workflows_holds_a_call_that_broke_on_this_very_page_only() -> No
     assert broken_workflows(context(page, [ran]), Offer(None, None)) == Offer(None, None)
 
 
+def test_broken_workflows_holds_a_call_that_broke_twice_at_the_same_step_from_any_pages() -> None:
+    """An ordinary shop: 'set the size' broke choosing the size from two page states; held on a third.
+    Broken once, or at two different steps, it is still offered there."""
+    page = shop_page(CHECKOUT)
+
+    def broke(fingerprint: str, at: int) -> Step:
+        error = f"workflow 'set the size' ran {at - 1} of 3 steps and stopped at step {at} of 3 (select_option [combobox] Size:)"
+        return done("run_workflow", {"name": "set the size", "params": {}}, outcome="action_error", fingerprint=fingerprint, error=error)
+
+    twice = [broke("a", 2), broke("b", 2)]
+    assert broken_workflows(context(page, twice), Offer(None, None)).spent_workflows == {"set the size"}
+    assert broken_workflows(context(page, twice[:1]), Offer(None, None)) == Offer(None, None)
+    assert broken_workflows(context(page, [broke("a", 2), broke("b", 3)]), Offer(None, None)) == Offer(None, None)
+
+
 def callable_from(name: str, *steps: tuple[str, str, str, str], bound: dict[str, str] | None = None) -> CallableWorkflow:
     """A callable workflow of (action, role, label, value) steps, with `bound` read off the goal."""
     workflow = Workflow(
@@ -277,6 +293,57 @@ def test_unstartable_workflows_judges_as_the_executor_grounds() -> None:
     assert held.spent_workflows == {"open details"}
 
 
+SIGN_IN = [
+    ("41", "textbox", "Email", ""),
+    ("42", "textbox", "Password", ""),
+    ("43", "button", "Sign in", ""),
+    ("44", "link", "My orders", ""),
+]
+
+
+def shop_parts(*, stated: bool) -> dict[str, CallableWorkflow]:
+    """A shop's procedure in two parts, as induction splits it: sign in, then open the order (which
+    follows it). `stated`: the goal gave the sign-in values."""
+    sign_in = callable_from(
+        "sign in",
+        ("fill", "textbox", "Email", "{email}"), ("fill", "textbox", "Password", "{password}"),
+        ("click", "button", "Sign in", ""),
+        bound={"email": "ann@example.test", "password": "{password}"} if stated else {},
+    )  # fmt: skip
+    open_order = callable_from("open the order", ("click", "link", "My orders", ""), ("click", "link", "A-17", ""))
+    open_order.workflow.provenance.follows = "sign in"
+    return {"sign in": sign_in, "open the order": open_order}
+
+
+def test_parts_in_order_holds_a_part_until_the_part_before_it_ran() -> None:
+    """An ordinary shop: "As ann@example.test (password ...), reorder A-17". On the sign-in page
+    'open the order' (taught after 'sign in') waits; once 'sign in' ran it is offered."""
+    page = shop_page(SIGN_IN)
+    workflows = shop_parts(stated=True)
+    held = parts_in_order(FilterContext(page, PLAIN_GOAL, [], workflows=workflows), Offer(None, None))
+    assert held.spent_workflows == {"open the order"}
+    ran = done("run_workflow", {"name": "sign in", "params": {}})
+    after = parts_in_order(FilterContext(page, PLAIN_GOAL, [ran], workflows=workflows), Offer(None, None))
+    assert after == Offer(None, None)
+    broke = done("run_workflow", {"name": "sign in", "params": {}}, outcome="action_error")
+    still = parts_in_order(FilterContext(page, PLAIN_GOAL, [broke], workflows=workflows), Offer(None, None))
+    assert still.spent_workflows == {"open the order"}
+
+
+def test_parts_in_order_holds_nothing_when_the_goal_does_not_ask_for_the_part_before() -> None:
+    """A question any visitor can answer states no sign-in values; a page without the sign-in form is
+    past that part (the agent signed in by hand); a part before that is itself held is no reason."""
+    page = shop_page(SIGN_IN)
+    unstated = parts_in_order(FilterContext(page, PLAIN_GOAL, [], workflows=shop_parts(stated=False)), Offer(None, None))
+    assert unstated == Offer(None, None)
+    account = shop_page([("44", "link", "My orders", ""), ("45", "link", "A-17", "")])
+    past = parts_in_order(FilterContext(account, PLAIN_GOAL, [], workflows=shop_parts(stated=True)), Offer(None, None))
+    assert past == Offer(None, None)
+    spent = Offer(None, None, spent_workflows=frozenset({"sign in"}))
+    both = parts_in_order(FilterContext(page, PLAIN_GOAL, [], workflows=shop_parts(stated=True)), spent)
+    assert both == spent
+
+
 # --- the list and the switch ------------------------------------------------------------------------
 
 
@@ -296,6 +363,7 @@ def test_active_filters_follow_the_switch_and_role_aware() -> None:
     assert [f.name for f in active_filters("on", role_aware=False)] == [
         "goal_note", "first_step_infeasible", "infeasible_after_reaction", "no_page_to_go_back_to",
         "completed_workflows", "refused_workflows", "broken_workflows", "unstartable_workflows",
+        "parts_in_order",
     ]  # fmt: skip
     with pytest.raises(ConfigError, match=r"guidance_off.*'spent_choice'.*known filters: spent_choices"):
         active_filters("on", ["spent_choice"])

@@ -365,12 +365,18 @@ def test_another_templates_workflow_is_bound_by_the_words_around_each_placeholde
     # a quote inside the value, and a value at the very end of the goal
     assert bind_by_context('Open "{link}" now', 'Please open "A "x" b" now')["link"] == 'A "x" b'
     assert bind_by_context("Find the member {name}.", "Find the member Alice Smith") == {"name": "Alice Smith"}
+    assert bind_by_context("Plan it for milestone {milestone}.", "Plan it for milestone 1.2.") == {"milestone": "1.2"}
     # a quoted value whose words after the quote differ: the quotes hold the value
     moved = 'As bob (password {password}), move the ticket "Crash when a name is long" to milestone 1.2.'
     assert bind_by_context('Open the ticket "{link}".', moved) == {"link": "Crash when a name is long"}
     # words said another way, or found twice, leave the value to the model
     assert bind_by_context("Log in as {username} with password {password}", "Open the profile of bob") == {}
     assert bind_by_context('Open "{link}"', 'Open "a" or open "b"') == {}
+    # a quote mark alone is no context: the comment another template typed is not this goal's title
+    comment = 'As {user} (password {password}), add the comment "{text}" to the ticket "{summary}".'
+    assert bind_by_context(comment, goal) == {
+        "user": "carol", "password": "{password}", "summary": "Sync token invalid after refresh"
+    }
     # the whole template still wins where it matches
     assert bind_parameters(taught, 'As erin (password x), change the priority of ticket "T" to high.') == {
         "username": "erin", "password": "x", "link": "T", "priority": "high",

@@ -29,6 +29,8 @@ def test_a_trajectory_splits_where_a_form_was_submitted_and_where_the_goals_item
     whole, login, open_ticket, change = workflows
     assert whole.provenance.part_of == ""
     assert {w.provenance.part_of for w in (login, open_ticket, change)} == {whole.name}
+    # each part names the part that ran before it (the agent keeps that order: log in first)
+    assert [w.provenance.follows for w in (whole, login, open_ticket, change)] == ["", "", login.name, open_ticket.name]
     # the whole is built on its parts: three calls, each passing its parameters on under their names
     assert call_graph(workflows) == {whole.name: [login.name, open_ticket.name, change.name]}
     assert [s.params for s in whole.steps] == [

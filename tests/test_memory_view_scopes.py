@@ -10,7 +10,7 @@ import pytest
 
 from awm.errors import AwmError
 from awm.memory.store import WorkflowStore
-from awm.memory.view import merge_scopes, scopes_under, view_at_head, view_over_prefix
+from awm.memory.view import merge_scopes, other_choices, scopes_under, view_at_head, view_over_prefix
 from awm.memory.workflow import Provenance, Workflow, WorkflowStep
 from awm.pipeline.config import PipelineConfig
 from awm.pipeline.stages import memory_view, read_scope
@@ -239,3 +239,35 @@ def test_top_k_puts_first_the_workflows_whose_values_the_goal_gives(store: Workf
     assert [w.name for w in view.select('Change the colour of the kettle "Aurora" to red.', ColourWords())] == [
         recolour.name
     ]
+
+
+def test_top_k_leaves_out_a_workflow_whose_fixed_choice_another_goal_named(store: WorkflowStore) -> None:
+    """An ordinary shop: the "subscribe to the newsletter" template taught a part that ticks
+    'Subscribe' (its goal names it) and a sign-in part that ticks 'Remember me' (no goal names it). A
+    goal to unsubscribe is not shown the subscribing part; the sign-in part stays, whatever the goal;
+    a goal that names the choice is shown it."""
+
+    def step(action: str, role: str, label: str, value: str = "") -> WorkflowStep:
+        return WorkflowStep(reasoning="", action=action, target=TargetDesc(role=role, label=label), value=value)
+
+    taught = "As {user}, subscribe to the newsletter."
+    subscribe = Workflow(
+        name="click Settings, check Subscribe", description=taught,
+        steps=[step("click", "link", "Settings"), step("check", "checkbox", "Subscribe"), step("click", "button", "Save")],
+    )  # fmt: skip
+    sign_in = Workflow(
+        name="fill Email, check Remember me", description=taught, parameters=["user"],
+        steps=[step("fill", "textbox", "Email", "{user}"), step("check", "checkbox", "Remember me"), step("click", "button", "Sign in")],
+    )  # fmt: skip
+    open_orders = wf("open orders", "My orders", description="Open my orders.")
+    store.commit("shop/subscribe", [subscribe, sign_in, open_orders], parent=None, author="rule")
+
+    class Flat:
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.ones((len(texts), 2), dtype=np.float32)
+
+    view = view_over_prefix(store, "shop", k=3)
+    assert other_choices(subscribe, "As ann, stop the newsletter.") == ["Subscribe"]
+    assert other_choices(sign_in, "As ann, stop the newsletter.") == []
+    assert [w.name for w in view.select("As ann, stop the newsletter.", Flat())] == [sign_in.name, open_orders.name]
+    assert subscribe.name in [w.name for w in view.select("As bob, subscribe to the newsletter.", Flat())]

@@ -15,8 +15,10 @@ page having either
 A page is the URL's path (a fragment or a query is the same page in another state). Parts of one
 step are not kept (the agent takes one step as cheaply as a call), nor is a split into one part (the
 whole workflow already is it). A part keeps the whole's description (the goal template its parameters
-are bound from) and names the whole it came from (`Provenance.part_of`); replay admission admits it
-with its whole (`awm.pipeline.replay.verify_candidates`), since it is a slice of a verified run.
+are bound from), names the whole it came from (`Provenance.part_of`) and the part before it
+(`Provenance.follows`: the agent's guidance keeps a whole's parts in their order,
+`guidance_filters.parts_in_order`); replay admission admits it with its whole
+(`awm.pipeline.replay.verify_candidates`), since it is a slice of a verified run.
 """
 
 from __future__ import annotations
@@ -63,7 +65,7 @@ def split_parts(workflow: Workflow, teaching: Sequence[AbstractStep], name_of: N
     bounds = list(zip([0, *(e + 1 for e in ends)], [*(e + 1 for e in ends), len(workflow.steps)], strict=True))
     if len(bounds) < 2:
         return []
-    parts = []
+    parts: list[Workflow] = []
     for start, stop in bounds:
         if stop - start < MIN_PART_STEPS:
             continue
@@ -77,7 +79,9 @@ def split_parts(workflow: Workflow, teaching: Sequence[AbstractStep], name_of: N
                     "name": name_of(teaching[start:stop], [step.target.label for step in steps]),
                     "steps": list(steps),
                     "parameters": [p for p in workflow.parameters if p in used],
-                    "provenance": workflow.provenance.model_copy(update={"part_of": workflow.name}),
+                    "provenance": workflow.provenance.model_copy(
+                        update={"part_of": workflow.name, "follows": parts[-1].name if parts else ""}
+                    ),
                 },
                 deep=True,
             )

@@ -98,6 +98,9 @@ class Provenance(BaseModel):
     replay_verdict: str = ""
     # A part of a longer workflow (`awm.induction.parts`): the whole's name; admitted with it.
     part_of: str = ""
+    # The part that ran right before this one in its whole (its name; empty for the first part and for
+    # a whole): a site's procedures keep their order (log in, then open the ticket, then change it).
+    follows: str = ""
 
 
 class Workflow(BaseModel):
@@ -158,7 +161,9 @@ def bind_by_context(description: str, goal: str) -> dict[str, str]:
     open the ticket), whose whole description never matches the new goal, and the 1.5B model, left to
     fill the values in, passed a URL or '...'. Read by the surrounding words, the username and the
     ticket are bound on any goal that says them the same way; a value said in other words is left to
-    the model."""
+    the model. Punctuation alone is no context: read by its opening quote only, the comment of 'add the
+    comment "{text}"' was bound to the ticket's title in 'change the priority of the ticket "X"', and
+    the model posted the title as a comment."""
     goal_text = " ".join(goal.split())
     parts = PLACEHOLDER.split(" ".join(description.split()))
     names, literals = parts[1::2], parts[0::2]
@@ -185,6 +190,8 @@ def _between(goal: str, before: str, after: str, *, last: bool) -> str | None:
     glue_after = r"\s+" if after[:1].isspace() else ""
     may_end = last and after.strip() in ("", ".", "?", "!")
     for n_before in range(min(CONTEXT_WORDS[0], len(head_words)), 0, -1):
+        if not any(ch.isalnum() for ch in "".join(head_words[-n_before:])):
+            break  # a quote mark alone says nothing of which value: 'add the comment "' read a ticket's title
         heads = list(re.finditer(rf"(?<!\S){_words(head_words[-n_before:])}{glue_before}", goal, re.IGNORECASE))
         if len(heads) != 1:
             continue  # absent, or said twice: no telling which value is meant
@@ -192,7 +199,8 @@ def _between(goal: str, before: str, after: str, *, last: bool) -> str | None:
         for n_after in range(min(CONTEXT_WORDS[1], len(tail_words)), -1, -1):
             if n_after == 0 and not may_end:
                 continue
-            tail = glue_after + _words(tail_words[:n_after]) if n_after else r"[.?!]?$"
+            # (?!\w): the words after end where a word ends ('1.2.' is the value 1.2, not 1)
+            tail = glue_after + _words(tail_words[:n_after]) + r"(?!\w)" if n_after else r"[.?!]?$"
             found = re.match(rf"(.+?){tail}", rest, re.IGNORECASE)
             if found is not None and found.group(1).strip():
                 return found.group(1).strip()

@@ -372,12 +372,18 @@ def completed_workflows(context: FilterContext, offer: Offer) -> Offer:
     the ticket, the model called it again instead of answering, and again, until the episode timed out;
     called again, a workflow starts over from wherever the page now is.
     """
+    done = completed_calls(context.history)
+    return replace(offer, spent_workflows=offer.spent_workflows | done) if done else offer
+
+
+def completed_calls(history: Sequence[Step]) -> set[str]:
+    """The workflows whose `run_workflow` call ran all their steps in this episode, by name."""
     done = {
         str((step.action or {}).get("args", {}).get("name", ""))
-        for step in context.history
+        for step in history
         if step.called_by is None and (step.action or {}).get("name") == "run_workflow" and step.outcome == "ok"
     }
-    return replace(offer, spent_workflows=offer.spent_workflows | (done - {""})) if done else offer
+    return done - {""}
 
 
 _CALLED = re.compile(r"run_workflow\(\s*(['\"])(.+?)\1")
@@ -408,19 +414,29 @@ def broken_workflows(context: FilterContext, offer: Offer) -> Offer:
     Why: measured on the arena (Trac, site scope, 18 templates), the model called a part whose first
     step had no target on the page it stood on ("click Modify Ticket" on the login page), was told it
     broke, and sent the same call again until the loop stop ended the episode: all 15 of the 18 episodes
-    that ended stuck ended that way.
+    that ended stuck ended that way. A call that broke twice at the same step, from any pages, is held
+    for the rest of the episode: on Trac (site scope) "move the ticket X to milestone 1.2" called the
+    priority-changing part five times from five page states, and each broke choosing the priority.
     """
-    broke = {
-        str((step.action or {}).get("args", {}).get("name", ""))
-        for step in context.history
-        if step.called_by is None
-        and (step.action or {}).get("name") == "run_workflow"
-        and step.outcome != "ok"
-        and step.fingerprint
-        and step.fingerprint == context.page.fingerprint
-    }
+    broke: set[str] = set()
+    where: dict[tuple[str, str], int] = {}
+    for step in context.history:
+        if step.called_by is not None or (step.action or {}).get("name") != "run_workflow" or step.outcome == "ok":
+            continue
+        name = str((step.action or {}).get("args", {}).get("name", ""))
+        if step.fingerprint and step.fingerprint == context.page.fingerprint:
+            broke.add(name)
+        if stopped := _STOPPED_AT.search(step.error or ""):
+            key = (name, stopped.group(1))
+            where[key] = where.get(key, 0) + 1
+            if where[key] >= BREAKS_BEFORE_HOLD:
+                broke.add(name)
     broke.discard("")
     return replace(offer, spent_workflows=offer.spent_workflows | broke) if broke else offer
+
+
+_STOPPED_AT = re.compile(r"stopped at step (\d+)")
+BREAKS_BEFORE_HOLD = 2
 
 
 def unstartable_workflows(context: FilterContext, offer: Offer) -> Offer:
@@ -444,6 +460,35 @@ def unstartable_workflows(context: FilterContext, offer: Offer) -> Offer:
     return replace(offer, spent_workflows=offer.spent_workflows | absent) if absent else offer
 
 
+def parts_in_order(context: FilterContext, offer: Offer) -> Offer:
+    """Holds a part of a taught procedure while the part before it (`Provenance.follows`) is offered,
+    has all its values from the goal, starts on this page and has not run in this episode: the
+    procedure's order is kept (log in, then open the ticket). Once the part before it ran, or cannot
+    start here (the agent did that part by hand, or the page is past it), the part is offered.
+
+    Why: measured on the arena's Trac with site scope (7 change templates), goals such as "As dave
+    (password ...), accept the ticket X" were offered the log-in and the open-the-ticket parts, and in 3
+    of 7 episodes the model called open-the-ticket first: the ticket opened for a visitor, with no
+    "Modify Ticket" to change it, and the model gave up. On any site a part taught after another ran on
+    the state that one left (signed in, a cart filled). A goal that does not state the earlier part's
+    values (a question any visitor can answer) does not ask for it, and nothing is held.
+    """
+    if not context.workflows:
+        return offer
+    done = completed_calls(context.history)
+    elements: list | None = None
+    held: set[str] = set()
+    for name, callable_workflow in context.workflows.items():
+        before = context.workflows.get(callable_workflow.workflow.provenance.follows)
+        if before is None or before.open or before.name in done or before.name in offer.spent_workflows:
+            continue
+        if elements is None:
+            elements = page_elements(context.page)
+        if starts_here(elements, before):
+            held.add(name)
+    return replace(offer, spent_workflows=offer.spent_workflows | held) if held else offer
+
+
 # In the order they apply. The goal note is added whatever `role_aware` says; so are the first-step rule
 # and the workflow holds.
 FILTERS: tuple[GuidanceFilter, ...] = (
@@ -461,6 +506,7 @@ FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(refused_workflows, role_aware_only=False),
     GuidanceFilter(broken_workflows, role_aware_only=False),
     GuidanceFilter(unstartable_workflows, role_aware_only=False),
+    GuidanceFilter(parts_in_order, role_aware_only=False),
 )
 
 
