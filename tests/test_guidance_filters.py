@@ -240,14 +240,21 @@ def test_broken_workflows_holds_a_call_that_broke_twice_at_the_same_step_from_an
     Broken once, or at two different steps, it is still offered there."""
     page = shop_page(CHECKOUT)
 
-    def broke(fingerprint: str, at: int) -> Step:
-        error = f"workflow 'set the size' ran {at - 1} of 3 steps and stopped at step {at} of 3 (select_option [combobox] Size:)"
-        return done("run_workflow", {"name": "set the size", "params": {}}, outcome="action_error", fingerprint=fingerprint, error=error)
+    def broke(index: int, fingerprint: str, at: int) -> list[Step]:
+        """A call at `index` and its sub-steps as the harness records them: those before step `at`
+        went right, step `at` failed."""
+        call = done("run_workflow", {"name": "set the size", "params": {}}, outcome="action_error", fingerprint=fingerprint)
+        subs = [
+            done("click", {"bid": "12"}, called_by=index, workflow="set the size", outcome="ok" if n < at else "action_error")
+            for n in range(1, at + 1)
+        ]
+        return [call.model_copy(update={"index": index}), *(s.model_copy(update={"index": index + n}) for n, s in enumerate(subs, 1))]
 
-    twice = [broke("a", 2), broke("b", 2)]
+    twice = [*broke(0, "a", 2), *broke(3, "b", 2)]
     assert broken_workflows(context(page, twice), Offer(None, None)).spent_workflows == {"set the size"}
-    assert broken_workflows(context(page, twice[:1]), Offer(None, None)) == Offer(None, None)
-    assert broken_workflows(context(page, [broke("a", 2), broke("b", 3)]), Offer(None, None)) == Offer(None, None)
+    assert broken_workflows(context(page, twice[:3]), Offer(None, None)) == Offer(None, None)
+    elsewhere = [*broke(0, "a", 2), *broke(3, "b", 3)]
+    assert broken_workflows(context(page, elsewhere), Offer(None, None)) == Offer(None, None)
 
 
 def callable_from(name: str, *steps: tuple[str, str, str, str], bound: dict[str, str] | None = None) -> CallableWorkflow:

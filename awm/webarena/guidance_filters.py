@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -23,6 +24,7 @@ from functools import cached_property
 from awm.actions import ACTION_SETS, TEXT_ENTRY_ROLES, TOGGLE_ROLES
 from awm.config import GuidanceMode
 from awm.errors import ConfigError
+from awm.grounding.snapshot import Element
 from awm.trajectory import Step
 from awm.webarena.env import PageState
 from awm.webarena.fingerprint import ControlState
@@ -64,6 +66,12 @@ class FilterContext:
     @cached_property
     def goal_state(self) -> GoalGuidance:
         return guidance(self.page, self.goal, self.history)
+
+    @cached_property
+    def elements(self) -> list[Element]:
+        """The page's elements as grounding sees them (`page_elements`): once per step, for every filter
+        that asks whether a workflow starts here."""
+        return page_elements(self.page)
 
 
 @dataclass(frozen=True)
@@ -376,14 +384,17 @@ def completed_workflows(context: FilterContext, offer: Offer) -> Offer:
     return replace(offer, spent_workflows=offer.spent_workflows | done) if done else offer
 
 
+def called_workflow(step: Step) -> str:
+    """The name of the workflow a step of the agent's own (not a workflow's sub-step) called with
+    `run_workflow`; "" for any other step."""
+    if step.called_by is not None or (step.action or {}).get("name") != "run_workflow":
+        return ""
+    return str((step.action or {}).get("args", {}).get("name", ""))
+
+
 def completed_calls(history: Sequence[Step]) -> set[str]:
     """The workflows whose `run_workflow` call ran all their steps in this episode, by name."""
-    done = {
-        str((step.action or {}).get("args", {}).get("name", ""))
-        for step in history
-        if step.called_by is None and (step.action or {}).get("name") == "run_workflow" and step.outcome == "ok"
-    }
-    return done - {""}
+    return {name for step in history if (name := called_workflow(step)) and step.outcome == "ok"}
 
 
 _CALLED = re.compile(r"run_workflow\(\s*(['\"])(.+?)\1")
@@ -418,24 +429,22 @@ def broken_workflows(context: FilterContext, offer: Offer) -> Offer:
     for the rest of the episode: on Trac (site scope) "move the ticket X to milestone 1.2" called the
     priority-changing part five times from five page states, and each broke choosing the priority.
     """
+    # A call's steps that ran, by the call's index: the sub-steps it recorded that went right.
+    ran = Counter(step.called_by for step in context.history if step.called_by is not None and step.outcome == "ok")
     broke: set[str] = set()
-    where: dict[tuple[str, str], int] = {}
+    breaks: Counter[tuple[str, int]] = Counter()
     for step in context.history:
-        if step.called_by is not None or (step.action or {}).get("name") != "run_workflow" or step.outcome == "ok":
+        name = called_workflow(step)
+        if not name or step.outcome == "ok":
             continue
-        name = str((step.action or {}).get("args", {}).get("name", ""))
         if step.fingerprint and step.fingerprint == context.page.fingerprint:
             broke.add(name)
-        if stopped := _STOPPED_AT.search(step.error or ""):
-            key = (name, stopped.group(1))
-            where[key] = where.get(key, 0) + 1
-            if where[key] >= BREAKS_BEFORE_HOLD:
-                broke.add(name)
-    broke.discard("")
+        breaks[(name, ran[step.index])] += 1  # broke at the step after those that ran
+        if breaks[(name, ran[step.index])] >= BREAKS_BEFORE_HOLD:
+            broke.add(name)
     return replace(offer, spent_workflows=offer.spent_workflows | broke) if broke else offer
 
 
-_STOPPED_AT = re.compile(r"stopped at step (\d+)")
 BREAKS_BEFORE_HOLD = 2
 
 
@@ -452,10 +461,9 @@ def unstartable_workflows(context: FilterContext, offer: Offer) -> Offer:
     """
     if not context.workflows:
         return offer
-    elements = page_elements(context.page)  # once for every workflow of the step
     absent = {
         name for name, callable_workflow in context.workflows.items()
-        if name not in offer.spent_workflows and not starts_here(elements, callable_workflow)
+        if name not in offer.spent_workflows and not starts_here(context.elements, callable_workflow)
     }  # fmt: skip
     return replace(offer, spent_workflows=offer.spent_workflows | absent) if absent else offer
 
@@ -476,15 +484,12 @@ def parts_in_order(context: FilterContext, offer: Offer) -> Offer:
     if not context.workflows:
         return offer
     done = completed_calls(context.history)
-    elements: list | None = None
     held: set[str] = set()
     for name, callable_workflow in context.workflows.items():
         before = context.workflows.get(callable_workflow.workflow.provenance.follows)
         if before is None or before.open or before.name in done or before.name in offer.spent_workflows:
             continue
-        if elements is None:
-            elements = page_elements(context.page)
-        if starts_here(elements, before):
+        if starts_here(context.elements, before):
             held.add(name)
     return replace(offer, spent_workflows=offer.spent_workflows | held) if held else offer
 
