@@ -211,6 +211,25 @@ def test_completed_workflows_holds_a_workflow_that_ran_to_its_end_and_not_one_th
     assert completed_workflows(context(page, [broke]), Offer(None, None)) == Offer(None, None)
 
 
+def test_completed_workflows_holds_another_way_to_open_what_a_call_opened() -> None:
+    """An ordinary shop: a part opened the order the goal names from the open orders; the part that
+    opens the same order from all orders would open it again, and is held; one that opens another
+    order, or ends on a fixed button, is not."""
+    from dataclasses import replace as with_
+
+    bound = {"order": "A-17"}
+    workflows = {
+        "from open": callable_from("from open", ("click", "link", "Open orders", ""), ("click", "link", "{order}", ""), bound=bound),
+        "from all": callable_from("from all", ("click", "link", "All orders", ""), ("click", "link", "{order}", ""), bound=bound),
+        "other order": callable_from("other order", ("click", "link", "All orders", ""), ("click", "link", "{order}", ""), bound={"order": "B-2"}),
+        "save": callable_from("save", ("select_option", "combobox", "Delivery:", "{order}"), ("click", "button", "Save", ""), bound=bound),
+    }  # fmt: skip
+    page = shop_page(CHECKOUT)
+    ran = done("run_workflow", {"name": "from open", "params": {}})
+    left = completed_workflows(with_(context(page, [ran]), workflows=workflows), Offer(None, None))
+    assert left.spent_workflows == frozenset({"from open", "from all"})
+
+
 def test_refused_workflows_holds_a_workflow_whose_call_was_refused_twice() -> None:
     page = shop_page(CHECKOUT)
     refused = Step(
@@ -335,6 +354,35 @@ def test_parts_in_order_holds_a_part_until_the_part_before_it_ran() -> None:
     broke = done("run_workflow", {"name": "sign in", "params": {}}, outcome="action_error")
     still = parts_in_order(FilterContext(page, PLAIN_GOAL, [broke], workflows=workflows), Offer(None, None))
     assert still.spent_workflows == {"open the order"}
+
+
+def test_parts_in_order_reads_what_a_merged_part_followed_in_any_procedure() -> None:
+    """The view kept the copy of 'open the order' that a question taught (it follows nothing); the
+    view's `follows` says a cancelling procedure taught it after 'sign in', so it still waits."""
+    page = shop_page(SIGN_IN)
+    workflows = shop_parts(stated=True)
+    workflows["open the order"].workflow.provenance.follows = ""
+    alone = parts_in_order(FilterContext(page, PLAIN_GOAL, [], workflows=workflows), Offer(None, None))
+    assert alone == Offer(None, None)
+    merged = FilterContext(page, PLAIN_GOAL, [], workflows=workflows, follows={"open the order": ("sign in",)})
+    assert parts_in_order(merged, Offer(None, None)).spent_workflows == {"open the order"}
+
+
+def test_parts_in_order_holds_another_way_to_the_same_item_as_it_holds_the_part() -> None:
+    """A question taught a second way to open the order (from all orders, after nothing); it opens the
+    same order as the part taught after 'sign in', so it waits for the sign-in too."""
+    page = shop_page(SIGN_IN)
+    workflows = shop_parts(stated=True)
+    order = {"order": "A-17"}
+    workflows["open the order"] = callable_from(
+        "open the order", ("click", "link", "My orders", ""), ("click", "link", "{order}", ""), bound=order
+    )
+    workflows["open the order"].workflow.provenance.follows = "sign in"
+    workflows["from all"] = callable_from(
+        "from all", ("click", "link", "All orders", ""), ("click", "link", "{order}", ""), bound=order
+    )
+    held = parts_in_order(FilterContext(page, PLAIN_GOAL, [], workflows=workflows), Offer(None, None))
+    assert held.spent_workflows == {"open the order", "from all"}
 
 
 def test_parts_in_order_holds_nothing_when_the_goal_does_not_ask_for_the_part_before() -> None:

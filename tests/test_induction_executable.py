@@ -377,6 +377,19 @@ def test_another_templates_workflow_is_bound_by_the_words_around_each_placeholde
     assert bind_by_context(comment, goal) == {
         "user": "carol", "password": "{password}", "summary": "Sync token invalid after refresh"
     }
+    # an unquoted value is a word or a short name, not a clause or a quoted title
+    priority = "Change the priority to {priority}."
+    assert bind_by_context(priority, "Move the ticket to milestone 1.2.") == {"priority": "milestone 1.2"}
+    assert bind_by_context(priority, "According to the project wiki, who looks after security reviews?") == {}
+    assert bind_by_context(priority, 'Add the comment "Slow" to the ticket "Agenda view".') == {}
+    assert bind_by_context('Add the comment "{text}".', 'Add the comment "Slow, and 5 s on a phone".') == {
+        "text": "Slow, and 5 s on a phone"
+    }  # quoted: whatever the quotes hold
+    # a placeholder right after its own name: another goal names its own field there, or none
+    move = 'Move the order "{order}" to delivery {delivery}.'
+    assert bind_by_context(move, 'Change the size of the order "A-17" to 42.') == {"order": "A-17", "delivery": "42"}
+    assert bind_by_context(move, 'Move the order "A-17" to delivery express.')["delivery"] == "express"
+    assert "delivery" not in bind_by_context(move, 'Add the note "Fragile" to the order "A-17".')
     # the whole template still wins where it matches
     assert bind_parameters(taught, 'As erin (password x), change the priority of ticket "T" to high.') == {
         "username": "erin", "password": "x", "link": "T", "priority": "high",

@@ -275,3 +275,20 @@ def test_cli_neural_induction_against_a_stub_endpoint(tmp_path: Path, monkeypatc
     assert "model calls" in result.output and "+ log_in" in result.output
     (workflow,) = WorkflowStore(db).head(SCOPE).workflows
     assert workflow.provenance.mode == "neural" and workflow.provenance.model == "stub"
+
+
+def test_a_site_scope_arm_on_one_template_learns_from_all_the_sites_templates() -> None:
+    """Offline site scope on change-priority alone still induces set-milestone's and ticket-priority's
+    memory from the demonstrations: those are what its episodes read (the site's other templates)."""
+    from awm.pipeline.config import parse_pipeline_table
+    from awm.pipeline.offline import site_scopes_of
+
+    arena = Path(__file__).parent / "fixtures" / "arena"
+    table = {"name": "probe", "benchmark": "sites", "tasks": ["trac.change-priority"], "memory": "offline",
+             "offline_from": [str(arena)], "policy": "scripted"}  # fmt: skip
+    task = Task(task_id="browsergym/sites.trac.change-priority", scope="sites/trac/change-priority", benchmark="sites")
+    site = parse_pipeline_table({**table, "scope": "site"})
+    assert site_scopes_of(site, [task], site.offline_from) == [
+        "sites/trac/change-priority", "sites/trac/set-milestone", "sites/trac/ticket-priority"
+    ]  # fmt: skip
+    assert site_scopes_of(parse_pipeline_table(table), [task], site.offline_from) == []  # template scope: its own

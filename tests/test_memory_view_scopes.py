@@ -271,3 +271,104 @@ def test_top_k_leaves_out_a_workflow_whose_fixed_choice_another_goal_named(store
     assert other_choices(sign_in, "As ann, stop the newsletter.") == []
     assert [w.name for w in view.select("As ann, stop the newsletter.", Flat())] == [sign_in.name, open_orders.name]
     assert subscribe.name in [w.name for w in view.select("As bob, subscribe to the newsletter.", Flat())]
+
+
+def _step(action: str, role: str, label: str, value: str = "") -> WorkflowStep:
+    return WorkflowStep(reasoning="", action=action, target=TargetDesc(role=role, label=label), value=value)
+
+
+def test_a_choice_named_by_another_form_of_its_word_counts_as_named() -> None:
+    """A helpdesk: "close the request with the resolution fixed" names the radio button 'resolve'; a goal
+    to change the request's priority names neither form of the word."""
+    close = Workflow(
+        name="check resolve", description='Close the request "{item}" with the resolution {how}.',
+        steps=[_step("check", "radio", "resolve"), _step("select_option", "combobox", "as", "{how}")],
+    )  # fmt: skip
+    assert other_choices(close, 'Close the request "Printer" with the resolution fixed.') == []
+    assert other_choices(close, 'Change the priority of the request "Printer" to high.') == ["resolve"]
+
+
+def test_a_part_taught_by_several_goals_ranks_by_the_closest_of_them(store: WorkflowStore) -> None:
+    """An ordinary shop: the sign-in part that every order change teaches is kept once, with the first
+    scope's description ("cancel the order"); a goal to change the delivery address reads like the
+    second teacher's goal, and the part ranks first for it."""
+    sign_in = Workflow(
+        name="sign in", description="As {user}, cancel the order {order}.", parameters=["user"],
+        steps=[_step("fill", "textbox", "Email", "{user}"), _step("click", "button", "Sign in")],
+    )  # fmt: skip
+    address = sign_in.model_copy(update={"description": "As {user}, change the address of the order {order}."})
+    wishlist = wf("open wishlist", "Wishlist", description="Open the wishlist.")
+    store.commit("shop/cancel-order", [sign_in], parent=None, author="rule")
+    store.commit("shop/change-address", [address], parent=None, author="rule")
+    store.commit("shop/a-wishlist", [wishlist], parent=None, author="rule")  # first in the view: wins a tie
+
+    class AddressWords:
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.array([[t.lower().count("address"), 0.5] for t in texts], dtype=np.float32)
+
+    view = view_over_prefix(store, "shop", k=1)
+    assert [w.name for w in view.workflows] == ["open wishlist", "sign in"]  # one copy of the shared part
+    assert view.taught_by == {"sign in": ("As {user}, change the address of the order {order}.",)}
+    assert [w.name for w in view.select("As ann, change the address of the order 7.", AddressWords())] == ["sign in"]
+    alone = view_over_prefix(store, "shop", k=1, exclude="shop/change-address")
+    assert alone.taught_by == {}
+    assert [w.name for w in alone.select("As ann, change the address of the order 7.", AddressWords())] == [
+        "open wishlist"
+    ]  # ranked by "cancel the order" alone, the part reads no closer than the other one: a tie
+
+
+def test_ways_to_open_the_same_item_take_one_place_of_the_top_k(store: WorkflowStore) -> None:
+    """An ordinary shop: two parts open the order the goal names (from the open orders, from all
+    orders); together they take one of the k places, and the part that changes the order gets the next."""
+    from_open = Workflow(
+        name="open orders, click {order}", description='Cancel the order "{order}".', parameters=["order"],
+        steps=[_step("click", "link", "Open orders"), _step("click", "link", "{order}")],
+    )  # fmt: skip
+    from_all = from_open.model_copy(
+        update={"name": "all orders, click {order}", "steps": [_step("click", "link", "All orders"), from_open.steps[1]]}
+    )
+    change = Workflow(
+        name="select Delivery:", description='Change the delivery of the order "{order}" to {delivery}.',
+        parameters=["delivery"], steps=[_step("select_option", "combobox", "Delivery:", "{delivery}"), _step("click", "button", "Save")],
+    )  # fmt: skip
+    store.commit("shop/cancel", [from_open], parent=None, author="rule")
+    store.commit("shop/track", [from_all], parent=None, author="rule")
+    store.commit("shop/delivery", [change], parent=None, author="rule")
+
+    class Flat:
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.ones((len(texts), 2), dtype=np.float32)
+
+    goal = 'Change the delivery of the order "A-17" to express.'
+    shown = [w.name for w in view_over_prefix(store, "shop", k=2).select(goal, Flat())]
+    assert shown == [from_open.name, change.name, from_all.name]  # in rank order (a tie: the scopes' order)
+    assert [w.name for w in view_over_prefix(store, "shop", k=1).select(goal, Flat())] == [from_open.name, from_all.name]
+    # a question states no delivery: the changing part gets no place the second way freed
+    question = 'Where is the order "A-17"?'
+    assert [w.name for w in view_over_prefix(store, "shop", k=2).select(question, Flat())] == [
+        from_open.name, from_all.name
+    ]  # fmt: skip
+    assert change.name in [w.name for w in view_over_prefix(store, "shop", k=3).select(question, Flat())]
+
+
+def test_a_merged_part_follows_what_it_followed_in_any_scope(store: WorkflowStore) -> None:
+    """An ordinary shop: "track the order" (a question any visitor may ask) taught the part that opens an
+    order on its own; "cancel the order" taught the same part after signing in. The view keeps the
+    question's copy (its scope comes first) and still knows the part follows the sign-in part."""
+    open_order = Workflow(
+        name="orders, click {order}", description='Where is the order "{order}"?', parameters=["order"],
+        steps=[_step("click", "link", "Orders"), _step("click", "link", "{order}")],
+    )  # fmt: skip
+    sign_in = Workflow(
+        name="sign in", description='As {user}, cancel the order "{order}".', parameters=["user"],
+        steps=[_step("fill", "textbox", "Email", "{user}"), _step("click", "button", "Sign in")],
+        provenance=Provenance(mode="rule", part_of="whole"),
+    )  # fmt: skip
+    after = open_order.model_copy(
+        update={"description": sign_in.description, "provenance": Provenance(mode="rule", part_of="whole", follows="sign in")}
+    )
+    store.commit("shop/a-track", [open_order], parent=None, author="rule")
+    store.commit("shop/cancel", [sign_in, after], parent=None, author="rule")
+    view = view_over_prefix(store, "shop")
+    assert [(w.name, w.provenance.follows) for w in view.workflows] == [(open_order.name, ""), ("sign in", "")]
+    assert view.follows == {open_order.name: ("sign in",)}

@@ -228,3 +228,110 @@ def test_a_value_holding_a_secrets_placeholder_among_other_words_is_the_placehol
     assert secret_named("{password}", ["password"]) == "{password}"
     assert secret_named("carol", ["password"]) == "carol"
     assert secret_named("{password} and {pin}", ["password", "pin"]) == "{password} and {pin}"  # which one: not guessed
+
+
+# --- a choice goes to the list that offers its value ---------------------------------------------------
+
+CHOOSE_SIZE = WorkflowStep(
+    action="select_option", target=TargetDesc(role="combobox", label="Size:"), value="{size}",
+    post=StepCheck(kind="value_is", value="{size}"),
+)  # fmt: skip
+SAVE = WorkflowStep(action="click", target=TargetDesc(role="button", label="Save order"))
+SET_SIZE = Workflow(
+    name="set the size", description="Change the size of the order to {size}.", parameters=["size"],
+    steps=[CHOOSE_SIZE, SAVE],
+)  # fmt: skip
+GIFT_SIZE = SET_SIZE.model_copy(
+    update={
+        "name": "gift wrap in a size",
+        "steps": [WorkflowStep(action="check", target=TargetDesc(role="checkbox", label="Gift wrap")), *SET_SIZE.steps],
+    }
+)
+
+ORDER_TEXT = """\
+heading 'Order #1042: walking boots'
+[14] combobox 'Size:' value='40', options: 39 | 40 | 41 | 42, collapsed
+[21] combobox 'Colour:' value='black', options: black | brown | olive, collapsed
+[30] combobox 'Ship from:', options:  | France | Spain, disabled, collapsed
+[33] button 'Save order'"""
+COUNTRY = "[25] combobox 'Country' value='France', options: Austria | Belgium | … 40 more"
+
+
+def test_list_options_are_read_off_the_observation_lines() -> None:
+    from awm.webarena.choice_lists import list_options
+
+    lists = list_options(f"{ORDER_TEXT}\n{COUNTRY}")
+    assert lists["14"] == ("Size:", ["39", "40", "41", "42"], False)
+    assert lists["21"] == ("Colour:", ["black", "brown", "olive"], False)
+    assert lists["25"] == ("Country", None, False)  # cut by the observation: not known
+    assert lists["30"] == ("Ship from:", ["France", "Spain"], True)  # the empty option is no option
+    assert "33" not in lists
+
+
+@pytest.mark.parametrize(
+    ("bid", "value", "expected"),
+    [
+        ("14", "41", None),  # its own list offers it
+        ("14", "Brown", ("21", "brown")),  # only the colour list does
+        ("14", "colour olive", ("21", "olive")),  # the list's name, then the option
+        ("14", "olive colour", ("21", "olive")),
+        ("14", "purple", None),  # no list does
+        ("14", "Spain", None),  # only a disabled list offers it
+        ("99", "brown", None),  # the step's list is not shown
+    ],
+)
+def test_list_offering_names_the_one_other_list_with_the_value(
+    bid: str, value: str, expected: tuple[str, str] | None
+) -> None:
+    from awm.webarena.choice_lists import list_offering
+
+    assert list_offering(ORDER_TEXT, bid, value) == expected
+
+
+def test_no_list_is_chosen_when_a_list_cut_short_might_offer_the_value() -> None:
+    from awm.webarena.choice_lists import list_offering
+
+    assert list_offering(f"{ORDER_TEXT}\n{COUNTRY}", "14", "brown") is None  # Country may hold a "brown"
+    assert list_offering(f"{ORDER_TEXT}\n{COUNTRY}", "25", "brown") is None  # its own list may offer it
+
+
+def test_only_a_workflow_whose_choices_are_all_given_values_may_choose_elsewhere() -> None:
+    from awm.webarena.choice_lists import chooses_by_value_only
+
+    assert chooses_by_value_only(SET_SIZE)
+    assert not chooses_by_value_only(GIFT_SIZE)  # the gift wrap is its own task's choice
+    fixed = SET_SIZE.model_copy(update={"steps": [SET_SIZE.steps[0].model_copy(update={"value": "42"})]})
+    assert not chooses_by_value_only(fixed)
+
+
+def _order_task(base_url: str) -> Task:
+    task = _page_task(base_url, "wf_order_options")
+    task.meta["task_kwargs"]["goal"] = "Change the colour of the order to brown."
+    return task
+
+
+@pytest.mark.browser
+def test_a_value_its_list_does_not_offer_is_chosen_in_the_list_that_does(session: BrowserSession, base_url: str) -> None:
+    """A size-changing workflow reused for a colour (its value read off the goal by the words around it):
+    the colour list offers 'brown', the size list does not, so the step chooses it there, checks that
+    list and says so."""
+    trajectory, _ = _call(session, _order_task(base_url), SET_SIZE, "run_workflow('set the size', {})")
+    [call] = trajectory.workflow_calls
+    assert call.completed, call.error
+    assert call.bound == {"size": "brown"}
+    choice = trajectory.steps[1]
+    assert choice.called_by == 0 and choice.target is not None and choice.target.label == "Colour:"
+    assert "chose 'brown' in 'Colour:': 'Size:' offers no 'brown'" in choice.feedback
+    assert "Saved: size 40, colour brown" in trajectory.steps[3].observation
+
+
+@pytest.mark.browser
+def test_a_workflow_with_a_fixed_choice_of_its_own_does_not_choose_elsewhere(
+    session: BrowserSession, base_url: str
+) -> None:
+    trajectory, _ = _call(
+        session, _order_task(base_url), GIFT_SIZE, "run_workflow('gift wrap in a size', {})"
+    )
+    [call] = trajectory.workflow_calls
+    assert not call.completed and call.steps_run == 1
+    assert call.error.startswith("step 2 of 3 (select_option [combobox] Size:)")

@@ -26,7 +26,7 @@ from awm.memory.composition import expand_all
 from awm.memory.embeddings import Embedder, normalise
 from awm.memory.retrieval import workflow_text
 from awm.memory.store import WorkflowStore
-from awm.memory.workflow import PLACEHOLDER, Workflow, bind_parameters, open_parameters
+from awm.memory.workflow import PLACEHOLDER, Workflow, bind_parameters, instantiate, open_parameters
 
 ViewMode = Literal["all", "topk"]
 WorkflowUse = Literal["text", "executable"]
@@ -47,6 +47,12 @@ class MemoryView(BaseModel):
     use: WorkflowUse = "text"
     # A prefix scope (``miniwob``) reads every scope below it: each one's version at view time.
     versions: dict[str, int] = Field(default_factory=dict)
+    # Workflow name -> the descriptions of the other scopes that taught the same steps (`merge_scopes`
+    # keeps one copy): a part every change of a site begins with is relevant to a goal like any of them.
+    taught_by: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+    # Part name -> every part it follows in some scope (`Provenance.follows`, named as in this view):
+    # merged once, a part shared by several procedures comes after another part in each.
+    follows: dict[str, tuple[str, ...]] = Field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -63,7 +69,8 @@ class MemoryView(BaseModel):
         needing a value the question does not state, and not the part that opens the ticket; the 1.5B
         model answered without looking. On any site a procedure whose values the task does not state is
         another task's procedure. Nor does ``topk`` show a workflow that makes a choice its own task
-        named and this goal does not (`other_choices`)."""
+        named and this goal does not (`other_choices`). Ways to open the same item count as one of
+        the k (`top_k_ways`)."""
         workflows = expand_all(list(self.workflows))
         if self.mode == "all":
             return workflows
@@ -74,12 +81,16 @@ class MemoryView(BaseModel):
             from awm.memory.embeddings import default_embedder
 
             embedder = default_embedder()
-        vectors = normalise(embedder.embed([workflow_text(w.name, w.description) for w in workflows]))
-        query = normalise(embedder.embed([goal]))
-        scores = (vectors @ query.T).ravel()
+        texts = [[w.description, *self.taught_by.get(w.name, ())] for w in workflows]
+        flat = [workflow_text(w.name, text) for w, own in zip(workflows, texts, strict=True) for text in own]
+        flat_scores = (normalise(embedder.embed(flat)) @ normalise(embedder.embed([goal])).T).ravel()
+        scores, start = [], 0
+        for own in texts:  # a workflow taught by several goals scores as the closest of them
+            scores.append(float(flat_scores[start : start + len(own)].max()))
+            start += len(own)
         needs = [bool(unstated_values(w, goal)) for w in workflows]
-        order = sorted(range(len(workflows)), key=lambda i: (needs[i], -float(scores[i]), i))
-        return [workflows[i] for i in order[: self.k]]
+        order = sorted(range(len(workflows)), key=lambda i: (needs[i], -scores[i], i))
+        return top_k_ways([workflows[i] for i in order], goal, self.k)
 
 
 def unstated_values(workflow: Workflow, goal: str) -> list[str]:
@@ -91,8 +102,62 @@ def unstated_values(workflow: Workflow, goal: str) -> list[str]:
     return [name for name in open_ones if name in stated]
 
 
+def opened_item(workflow: Workflow, goal: str | dict[str, str]) -> tuple[str, str, str] | None:
+    """What the workflow ends by opening, with its values read off `goal` (or given as bound values):
+    its last step's (action, role, label) when that label holds a parameter (the ticket, the product,
+    the page a goal names); None when it ends on a fixed control (a Submit button) or has no steps."""
+    if not workflow.steps or not PLACEHOLDER.search(workflow.steps[-1].target.label):
+        return None
+    values = bind_parameters(workflow, goal) if isinstance(goal, str) else goal
+    last = instantiate(workflow, values).steps[-1]
+    return (last.action, last.target.role, " ".join(last.target.label.split()))
+
+
+def top_k_ways(ranked: Sequence[Workflow], goal: str, k: int) -> list[Workflow]:
+    """The first `k` of `ranked`, where the workflows that open the same item (`opened_item`) count as
+    one: each way to an item taken comes along, in rank order.
+
+    Why: measured on the arena's Trac with site scope, the top 3 of "move the ticket X to milestone 1.2"
+    (and of change-priority, close-ticket and accept-ticket) were the log-in part and two parts that
+    open the ticket X, one through the Active Tickets report and one through the report that also lists
+    closed tickets, and no part that changes anything; the model opened the ticket and gave up. Either
+    way may be the one that works (a closed ticket is only on the second report), so both stay, as one
+    step of the procedure, and the next place goes to what comes after it. Endings on a fixed control
+    (every change ends with "Submit changes") are different procedures and each takes a place. Not a
+    workflow that needs a value the goal does not state: given such a place, a question about a
+    ticket's owner was shown another template's closing part, and the model gave up without looking."""
+    items = [opened_item(workflow, goal) for workflow in ranked]
+    taken: set[tuple[str, str, str]] = set()
+    places = shown = 0
+    keep: list[bool] = []
+    for workflow, item in zip(ranked, items, strict=True):
+        if item is not None and item in taken:
+            keep.append(True)
+            shown += 1
+            continue
+        # A workflow needing a value the goal does not state gets no place a merged way freed: it is
+        # another task's ending, shown only where fewer than k workflows are (`MemoryView.select`).
+        free = places < k and (shown < k or not unstated_values(workflow, goal))
+        keep.append(free)
+        if free:
+            places += 1
+            shown += 1
+            if item is not None:
+                taken.add(item)
+    return [w for w, kept, item in zip(ranked, keep, items, strict=True) if kept and (item is None or item in taken)]
+
+
 CHOICE_ACTIONS = frozenset({"check", "select_option"})
 _WORD = re.compile(r"[a-z0-9]+")
+
+
+# Letters a word's stem keeps: "resolve" and "resolution", "subscribe" and "subscription" share theirs.
+STEM_LETTERS = 5
+
+
+def _stems(text: str) -> set[str]:
+    """The text's words, each cut to its first `STEM_LETTERS` letters (a crude English stem)."""
+    return {word[:STEM_LETTERS] for word in _WORD.findall(text.lower())}
 
 
 def other_choices(workflow: Workflow, goal: str) -> list[str]:
@@ -105,15 +170,16 @@ def other_choices(workflow: Workflow, goal: str) -> list[str]:
     changes" (its goal: "accept the ticket ..."), called it, and it broke. On any site a fixed choice the
     teaching goal asked for by name (accept, subscribe, express delivery) is that task's ending; a goal
     that does not name it wants another. A fixed choice no goal named (a "Remember me" box ticked on the
-    way) is part of the procedure and keeps it shown."""
-    taught = set(_WORD.findall(PLACEHOLDER.sub(" ", workflow.description).lower()))
-    asked = set(_WORD.findall(goal.lower()))
+    way) is part of the procedure and keeps it shown. Words are compared by their stems (`_stems`): the
+    goal "close the ticket with the resolution fixed" names the choice "resolve"."""
+    taught = _stems(PLACEHOLDER.sub(" ", workflow.description))
+    asked = _stems(goal)
     out: list[str] = []
     for step in workflow.steps:
         if step.action not in CHOICE_ACTIONS:
             continue
         label = step.value if step.action == "select_option" else step.target.label
-        words = _WORD.findall(label.lower())
+        words = _stems(label)
         if words and not PLACEHOLDER.search(label) and set(words) <= taught and not set(words) <= asked:
             out.append(label)
     return out
@@ -166,6 +232,50 @@ def merge_scopes(heads: Sequence[tuple[str, Sequence[Workflow]]]) -> list[Workfl
             taken.add(name)
             out.append(workflow)
     return out
+
+
+def taught_by(merged: Sequence[Workflow], heads: Sequence[tuple[str, Sequence[Workflow]]]) -> dict[str, tuple[str, ...]]:
+    """For each merged workflow, the other descriptions that taught its steps (`abstract_signature`) in
+    `heads`, in the order given; workflows taught once are left out (pure).
+
+    Why: measured on the arena's Trac with site scope, the log-in part that all nine change templates
+    teach was kept with the description of the first of them (accept-ticket), and "move the ticket X to
+    milestone 1.2" ranked it below three other parts: the model never logged in. Ranked by the closest
+    of the goals that taught it, a part shared by a site's procedures is found from any of them."""
+    described: dict[tuple[tuple[str, str, str], ...], list[str]] = {}
+    for _scope, workflows in heads:
+        for workflow in workflows:
+            signature = workflow.abstract_signature()
+            if signature and workflow.description not in described.setdefault(signature, []):
+                described[signature].append(workflow.description)
+    out: dict[str, tuple[str, ...]] = {}
+    for workflow in merged:
+        others = [d for d in described.get(workflow.abstract_signature(), []) if d != workflow.description]
+        if others:
+            out[workflow.name] = tuple(others)
+    return out
+
+
+def follows_in_view(
+    merged: Sequence[Workflow], heads: Sequence[tuple[str, Sequence[Workflow]]]
+) -> dict[str, tuple[str, ...]]:
+    """For each merged part, the merged parts it follows in any scope of `heads` (`Provenance.follows`,
+    read within its scope and named as `merge_scopes` kept it); parts that follow none are left out.
+
+    Why: measured on the arena's Trac with site scope, the part that opens a ticket through the report
+    of all tickets was kept with a question template's provenance (follows nothing), and "move the ticket
+    X to milestone 1.2" opened the ticket before logging in: as a visitor, with nothing to change it by.
+    The change templates that taught the same part taught it after the log-in part."""
+    kept = {w.abstract_signature(): w.name for w in merged if w.abstract_signature()}
+    out: dict[str, list[str]] = {}
+    for _scope, workflows in heads:
+        signature_of = {w.name: w.abstract_signature() for w in workflows}
+        for workflow in workflows:
+            before = kept.get(signature_of.get(workflow.provenance.follows, ()))
+            me = kept.get(workflow.abstract_signature())
+            if before and me and before != me and before not in out.setdefault(me, []):
+                out[me].append(before)
+    return {name: tuple(names) for name, names in out.items() if names}
 
 
 def without_split_wholes(workflows: Sequence[Workflow]) -> list[Workflow]:
@@ -222,10 +332,13 @@ def view_over_prefix(
         workflows = expand_all(head.workflows)  # calls resolve within their own version
         heads.append((scope, without_giving_up(without_split_wholes(workflows)) if parts_only else workflows))
         versions[scope] = head.version
+    merged = merge_scopes(heads)
     return MemoryView(
         scope=prefix,
         version=None,
-        workflows=tuple(merge_scopes(heads)),
+        workflows=tuple(merged),
+        taught_by=taught_by(merged, heads),
+        follows=follows_in_view(merged, heads),
         mode=mode,
         k=k,
         use=use,

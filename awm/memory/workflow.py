@@ -163,16 +163,46 @@ def bind_by_context(description: str, goal: str) -> dict[str, str]:
     ticket are bound on any goal that says them the same way; a value said in other words is left to
     the model. Punctuation alone is no context: read by its opening quote only, the comment of 'add the
     comment "{text}"' was bound to the ticket's title in 'change the priority of the ticket "X"', and
-    the model posted the title as a comment."""
+    the model posted the title as a comment. An unquoted placeholder's value is a word or a short name
+    (`_plain_value`): read by 'to {priority}.', "According to the project wiki, who ... reviews?" gave
+    the priority a whole clause, and 'add the comment "..." to the ticket "X".' gave it the ticket. A
+    placeholder right after its own name ('to milestone {milestone}.') is the value of a field the
+    teaching goal named; another goal names its own field there, or none ('to minor.', 'to priority
+    high.'), so where the name is not in the goal the words before the name are read instead: on Trac
+    the milestone-changing part reads "minor" off "change the priority of the ticket X to minor", and
+    the executor chooses it in the list that offers it (`awm.webarena.choice_lists`)."""
     goal_text = " ".join(goal.split())
     parts = PLACEHOLDER.split(" ".join(description.split()))
     names, literals = parts[1::2], parts[0::2]
     values: dict[str, str] = {}
     for i, name in enumerate(names):
         found = _between(goal_text, literals[i], literals[i + 1], last=i == len(names) - 1)
+        if found is None and (unnamed := _without_field_name(literals[i], name)) is not None:
+            found = _between(goal_text, unnamed, literals[i + 1], last=i == len(names) - 1)
+        if found is not None and literals[i][-1:] not in _QUOTES and not _plain_value(found):
+            continue  # an unquoted value is a word or a name, never a clause: leave it to the model
         if found is not None and values.setdefault(name, found) != found:
             values.pop(name)  # one placeholder, two different values: leave it to the model
     return values
+
+
+def _without_field_name(before: str, name: str) -> str | None:
+    """The literal before a placeholder less its last word, when that word is the placeholder's own
+    name ("to milestone " before {milestone}); None otherwise."""
+    words = before.split()
+    if not words or words[-1].lower() != name.lower() or not before[-1:].isspace():
+        return None
+    return before.rstrip()[: -len(words[-1])]
+
+
+# The most words an unquoted value holds: a priority, a user name, "milestone 1.2", a short product name.
+MAX_UNQUOTED_WORDS = 4
+
+
+def _plain_value(value: str) -> bool:
+    """Whether a value read at an unquoted placeholder looks like one: a few words, no quote marks, no
+    clause punctuation (a goal quotes a longer text, as it quotes a comment or a ticket's title)."""
+    return len(value.split()) <= MAX_UNQUOTED_WORDS and not re.search(r"[\"'\u201c\u201d\u2018\u2019,;]", value)
 
 
 def _words(words: list[str]) -> str:

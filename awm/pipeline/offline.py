@@ -15,6 +15,7 @@ from rich.console import Console
 
 from awm.errors import ConfigError
 from awm.induction.commit import find_commit
+from awm.pipeline.config import PipelineConfig
 from awm.pipeline.stages import (
     PipelineContext,
     PipelineStageError,
@@ -22,6 +23,7 @@ from awm.pipeline.stages import (
     commit_stage,
     evaluate_stage,
     induce_stage,
+    read_scope,
     stage_guard,
 )
 from awm.trajectory import Task, Trajectory
@@ -49,6 +51,28 @@ def load_sources(sources: list[Path], scope: str) -> list[Trajectory]:
     return sorted(found, key=lambda t: (t.task.key, t.trajectory_id))
 
 
+def site_scopes_of(config: PipelineConfig, tasks: list[Task], sources: list[Path]) -> list[str]:
+    """With ``scope = "site"``, every template scope of the tasks' sites that the inputs hold a
+    trajectory of (sorted); else none.
+
+    Why: a site-scope episode reads the site's *other* templates; an arm run on a few of a site's
+    templates (a probe of its change templates, say) would otherwise read only what those few taught,
+    and measure a smaller site than the demonstrations describe."""
+    from awm.induction.offline import in_scope, load_inputs
+
+    if config.memory_scope or config.scope != "site":
+        return []
+    sites = {read_scope(config, task) for task in tasks}
+    found: set[str] = set()
+    with stage_guard("induce"):
+        for path in sources:
+            if Path(path).exists():
+                found.update(
+                    t.task.scope for t in load_inputs(Path(path), scope="") if any(in_scope(t, s) for s in sites)
+                )
+    return sorted(found)
+
+
 def induce_from_sources(
     ctx: PipelineContext, tasks: list[Task], *, console: Console | None = None
 ) -> dict[str, int | None]:
@@ -62,7 +86,7 @@ def induce_from_sources(
     config = ctx.config
     sources = list(config.offline_from)
     message = offline_message(sources, config.induction, config.admission)
-    scopes = list(dict.fromkeys(t.scope for t in tasks))
+    scopes = list(dict.fromkeys([*(t.scope for t in tasks), *site_scopes_of(config, tasks, sources)]))
     heads: dict[str, int | None] = {}
     loaded = admitted_total = 0
     reasons: list[str] = []

@@ -163,7 +163,10 @@ class LLMAgent:
         shown_calls = {w.name: call_text(callables[w.name]) for w in workflows if w.name in callables}
         # What the model may answer, narrowed by each guidance filter in turn (the goal note among them).
         shown_callables = {name: callables[name] for name in shown_calls}
-        context = FilterContext(page, goal, ctx.history, ends_itself=ending, workflows=shown_callables)
+        follows = self.memory.follows if self.memory is not None else {}
+        context = FilterContext(
+            page, goal, ctx.history, ends_itself=ending, workflows=shown_callables, follows=follows
+        )
         bare = Offer(ids_for=page_targets(page).ids_for if self.role_aware else None, names=names)
         offer = narrowed(bare, context, self.guidance)
         # With workflows to call, the thought format: asked for the action alone, the 1.5B model typed a

@@ -25,6 +25,7 @@ from awm.actions import ACTION_SETS, TEXT_ENTRY_ROLES, TOGGLE_ROLES
 from awm.config import GuidanceMode
 from awm.errors import ConfigError
 from awm.grounding.snapshot import Element
+from awm.memory.view import opened_item
 from awm.trajectory import Step
 from awm.webarena.env import PageState
 from awm.webarena.fingerprint import ControlState
@@ -62,6 +63,9 @@ class FilterContext:
     history: Sequence[Step]
     ends_itself: bool = False
     workflows: Mapping[str, CallableWorkflow] = field(default_factory=dict)
+    # Part name -> the parts it follows in any procedure that taught it (`MemoryView.follows`); a part
+    # not listed follows what its own provenance says.
+    follows: Mapping[str, Sequence[str]] = field(default_factory=dict)
 
     @cached_property
     def goal_state(self) -> GoalGuidance:
@@ -378,10 +382,19 @@ def completed_workflows(context: FilterContext, offer: Offer) -> Offer:
     Why: it did its job, and what is left is the agent's (an information workflow ends on the page the
     answer is read from). Measured on the arena's Trac information templates: after the workflow opened
     the ticket, the model called it again instead of answering, and again, until the episode timed out;
-    called again, a workflow starts over from wherever the page now is.
+    called again, a workflow starts over from wherever the page now is. Another way to open what a
+    completed call opened (the same ticket through another report, `awm.memory.view.top_k_ways`) is
+    held too: on Trac's site scope the model opened the ticket, then opened it again the other way.
     """
     done = completed_calls(context.history)
+    opened = {item for name in done if name in context.workflows and (item := _opens(context.workflows[name]))}
+    done |= {name for name, callable_workflow in context.workflows.items() if _opens(callable_workflow) in opened}
     return replace(offer, spent_workflows=offer.spent_workflows | done) if done else offer
+
+
+def _opens(callable_workflow: CallableWorkflow) -> tuple[str, str, str] | None:
+    """What the workflow ends by opening with its values bound (`awm.memory.view.opened_item`)."""
+    return opened_item(callable_workflow.workflow, callable_workflow.bound)
 
 
 def called_workflow(step: Step) -> str:
@@ -479,18 +492,32 @@ def parts_in_order(context: FilterContext, offer: Offer) -> Offer:
     of 7 episodes the model called open-the-ticket first: the ticket opened for a visitor, with no
     "Modify Ticket" to change it, and the model gave up. On any site a part taught after another ran on
     the state that one left (signed in, a cart filled). A goal that does not state the earlier part's
-    values (a question any visitor can answer) does not ask for it, and nothing is held.
+    values (a question any visitor can answer) does not ask for it, and nothing is held. A part that
+    several procedures taught waits for any part it follows in one of them (`FilterContext.follows`),
+    and another way to open the same item waits as that part does: on Trac with site scope the part
+    that opens the ticket through the report of all tickets, taught only by a question, was called
+    before logging in, while the way through Active Tickets waited for the log-in.
     """
     if not context.workflows:
         return offer
     done = completed_calls(context.history)
+    follows = {
+        name: set(context.follows.get(name) or (callable_workflow.workflow.provenance.follows,))
+        for name, callable_workflow in context.workflows.items()
+    }
+    by_item: dict[tuple[str, str, str], set[str]] = {}
+    for name, callable_workflow in context.workflows.items():
+        if (item := _opens(callable_workflow)) is not None:
+            by_item.setdefault(item, set()).update(follows[name])
     held: set[str] = set()
     for name, callable_workflow in context.workflows.items():
-        before = context.workflows.get(callable_workflow.workflow.provenance.follows)
-        if before is None or before.open or before.name in done or before.name in offer.spent_workflows:
-            continue
-        if starts_here(context.elements, before):
-            held.add(name)
+        item = _opens(callable_workflow)
+        for before_name in sorted(follows[name] | (by_item.get(item, set()) if item else set())):
+            before = context.workflows.get(before_name)
+            if before is None or before.open or before.name in done or before.name in offer.spent_workflows:
+                continue
+            if starts_here(context.elements, before):
+                held.add(name)
     return replace(offer, spent_workflows=offer.spent_workflows | held) if held else offer
 
 

@@ -41,6 +41,7 @@ from awm.memory.workflow import (
     open_parameters,
 )
 from awm.trajectory import Approval, Step, StepOutcome, TargetDesc, WorkflowCall
+from awm.webarena.choice_lists import chooses_by_value_only, list_offering
 from awm.webarena.env import BrowserSession, PageState
 from awm.webarena.fingerprint import shows_masked
 
@@ -201,14 +202,16 @@ def _holds(page: PageState, bid: str, step: WorkflowStep) -> bool:
 class SessionBackend:
     """`StepBackend` on a BrowserGym session: what the steps need of the page, and what each did."""
 
-    def __init__(self, session: BrowserSession, config: ExecutorConfig) -> None:
+    def __init__(self, session: BrowserSession, config: ExecutorConfig, *, choose_by_value: bool = False) -> None:
         self.session = session
         self.config = config
+        self.choose_by_value = choose_by_value  # a choice may go to the list offering its value
         self.page: PageState | None = None  # the page of the latest snapshot
         self.shown: PageState | None = None  # the page the current step first saw (its screenshot)
         self.action: Action | None = None
         self.note = ""
         self.approval: Approval | None = None  # the confirmation gate's answer on this step (live runs)
+        self.chosen_in: tuple[str, str] | None = None  # (list, option) a choice went to instead (`list_offering`)
 
     def snapshot(self) -> list[Element]:
         self.page = self.session.observe()
@@ -218,11 +221,23 @@ class SessionBackend:
 
     def act(self, element: Element, step: WorkflowStep) -> None:
         self.action = step_action(step, element.ref)
+        self.chosen_in = None
+        if self.choose_by_value and step.action in ("select_option", "SELECT") and self.page is not None:
+            self.chosen_in = list_offering(self.page.text, element.ref, step.value)
+            if self.chosen_in is not None:
+                self.action = Action(name="select_option", args={"bid": self.chosen_in[0], "options": self.chosen_in[1]})
         result = self.session.execute(self.action)
         if result.transient and result.outcome != "ok":
             time.sleep(0.3)
             result = self.session.execute(self.action)
         self.note = result.note
+        if self.chosen_in is not None:
+            own = self.page.elements.get(element.ref) if self.page is not None else None
+            there = self.page.elements.get(self.chosen_in[0]) if self.page is not None else None
+            self.note = (
+                f"chose '{self.chosen_in[1]}' in '{there.label if there else self.chosen_in[0]}': "
+                f"'{own.label if own else element.ref}' offers no '{step.value}'; {self.note}"
+            ).rstrip("; ")
         self.approval = result.approval or self.approval
         if result.outcome == "target_not_found":
             raise TargetNotFound(result.error)
@@ -235,9 +250,14 @@ class SessionBackend:
             # (observing it here too cost every sub-step a second extraction of the page, ~0.3-1 s).
             return True
         deadline = time.monotonic() + self.config.verify_timeout_s
+        bid = element.ref
+        if self.chosen_in is not None:  # the choice went to another list: that one must hold the option
+            bid = self.chosen_in[0]
+            if step.post.kind == "value_is":
+                step = step.model_copy(update={"post": step.post.model_copy(update={"value": self.chosen_in[1]})})
         while True:
             self.page = self.session.observe()
-            if _holds(self.page, element.ref, step):
+            if _holds(self.page, bid, step):
                 return True
             if time.monotonic() >= deadline:
                 return False
@@ -292,12 +312,13 @@ def run_workflow(
         steps_total=len(workflow.steps),
     )
     secret = set(session.secrets.names)  # typed by the executor from the placeholder, never bound here
+    choose_by_value = chooses_by_value_only(callable_workflow.workflow)
     for number, wstep in enumerate(workflow.steps):
         left = [name for name in wstep.placeholders() if name not in secret]
         if left:
             call.error = f"step {number + 1} ({describe_step(wstep)}): no value for {{{left[0]}}}"
             break
-        backend = SessionBackend(session, config)
+        backend = SessionBackend(session, config, choose_by_value=choose_by_value)
         started = time.perf_counter()
         if wstep.action in ENDING_ACTIONS:
             report = _end_task(backend, wstep, number)
