@@ -173,6 +173,8 @@ def test_traces_export_html_is_one_self_contained_file(served: tuple[str, Path],
     assert html.count("data:image/png;base64,") == 12 and "/api/" not in html and "/static/" not in html
     page = chromium.new_page()
     page.goto(out.as_uri())
+    page.locator("section.step img").last.scroll_into_view_if_needed()  # lazily loaded: one below the fold read 0
+    page.wait_for_function("[...document.querySelectorAll('section.step img')].every(i => i.complete)")
     widths = page.eval_on_selector_all("section.step img", "imgs => imgs.map(i => i.naturalWidth)")
     assert len(widths) == 4 and all(w > 0 for w in widths)
     page.locator(".final-shot img").last.scroll_into_view_if_needed()  # loaded lazily, as the steps' are
