@@ -90,7 +90,7 @@ class MemoryView(BaseModel):
             start += len(own)
         needs = [bool(unstated_values(w, goal)) for w in workflows]
         order = sorted(range(len(workflows)), key=lambda i: (needs[i], -scores[i], i))
-        return top_k_ways([workflows[i] for i in order], goal, self.k)
+        return top_k_ways([workflows[i] for i in order], goal, self.k, needs=[needs[i] for i in order])
 
 
 def unstated_values(workflow: Workflow, goal: str) -> list[str]:
@@ -113,9 +113,10 @@ def opened_item(workflow: Workflow, goal: str | dict[str, str]) -> tuple[str, st
     return (last.action, last.target.role, " ".join(last.target.label.split()))
 
 
-def top_k_ways(ranked: Sequence[Workflow], goal: str, k: int) -> list[Workflow]:
+def top_k_ways(ranked: Sequence[Workflow], goal: str, k: int, *, needs: Sequence[bool]) -> list[Workflow]:
     """The first `k` of `ranked`, where the workflows that open the same item (`opened_item`) count as
-    one: each way to an item taken comes along, in rank order.
+    one: each way to an item taken comes along, in rank order. `needs[i]`: whether `ranked[i]` needs a
+    value the goal does not state (`unstated_values`, worked out once by `MemoryView.select`).
 
     Why: measured on the arena's Trac with site scope, the top 3 of "move the ticket X to milestone 1.2"
     (and of change-priority, close-ticket and accept-ticket) were the log-in part and two parts that
@@ -130,14 +131,14 @@ def top_k_ways(ranked: Sequence[Workflow], goal: str, k: int) -> list[Workflow]:
     taken: set[tuple[str, str, str]] = set()
     places = shown = 0
     keep: list[bool] = []
-    for workflow, item in zip(ranked, items, strict=True):
+    for item, needs_value in zip(items, needs, strict=True):
         if item is not None and item in taken:
             keep.append(True)
             shown += 1
             continue
         # A workflow needing a value the goal does not state gets no place a merged way freed: it is
         # another task's ending, shown only where fewer than k workflows are (`MemoryView.select`).
-        free = places < k and (shown < k or not unstated_values(workflow, goal))
+        free = places < k and (shown < k or not needs_value)
         keep.append(free)
         if free:
             places += 1

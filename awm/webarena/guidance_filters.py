@@ -77,6 +77,12 @@ class FilterContext:
         that asks whether a workflow starts here."""
         return page_elements(self.page)
 
+    @cached_property
+    def opened(self) -> dict[str, tuple[str, str, str] | None]:
+        """What each workflow ends by opening, its values bound (`awm.memory.view.opened_item`): once
+        per step, for every filter that compares the items workflows open."""
+        return {name: opened_item(c.workflow, c.bound) for name, c in self.workflows.items()}
+
 
 @dataclass(frozen=True)
 class GuidanceFilter:
@@ -387,14 +393,9 @@ def completed_workflows(context: FilterContext, offer: Offer) -> Offer:
     held too: on Trac's site scope the model opened the ticket, then opened it again the other way.
     """
     done = completed_calls(context.history)
-    opened = {item for name in done if name in context.workflows and (item := _opens(context.workflows[name]))}
-    done |= {name for name, callable_workflow in context.workflows.items() if _opens(callable_workflow) in opened}
+    opened = {item for name in done if (item := context.opened.get(name))}
+    done |= {name for name, item in context.opened.items() if item in opened}
     return replace(offer, spent_workflows=offer.spent_workflows | done) if done else offer
-
-
-def _opens(callable_workflow: CallableWorkflow) -> tuple[str, str, str] | None:
-    """What the workflow ends by opening with its values bound (`awm.memory.view.opened_item`)."""
-    return opened_item(callable_workflow.workflow, callable_workflow.bound)
 
 
 def called_workflow(step: Step) -> str:
@@ -506,12 +507,12 @@ def parts_in_order(context: FilterContext, offer: Offer) -> Offer:
         for name, callable_workflow in context.workflows.items()
     }
     by_item: dict[tuple[str, str, str], set[str]] = {}
-    for name, callable_workflow in context.workflows.items():
-        if (item := _opens(callable_workflow)) is not None:
+    for name, item in context.opened.items():
+        if item is not None:
             by_item.setdefault(item, set()).update(follows[name])
     held: set[str] = set()
-    for name, callable_workflow in context.workflows.items():
-        item = _opens(callable_workflow)
+    for name in context.workflows:
+        item = context.opened[name]
         for before_name in sorted(follows[name] | (by_item.get(item, set()) if item else set())):
             before = context.workflows.get(before_name)
             if before is None or before.open or before.name in done or before.name in offer.spent_workflows:
