@@ -203,6 +203,20 @@ def test_workflow_json_round_trip():
     assert Workflow.model_validate_json(workflow.model_dump_json()) == workflow
 
 
+@pytest.mark.parametrize("message", ["0", "3.5", "-2", "1, 2"])
+def test_a_message_that_reads_as_numbers_stays_a_quoted_string(message):
+    """Only actions whose arguments are numbers (scroll) are written unquoted; an answer '0' is text."""
+    workflow = Workflow(
+        name="count",
+        description="Count the open tickets",
+        steps=[WorkflowStep(action="send_msg_to_user", value=message), WorkflowStep(action="scroll", value="0, 200")],
+    )
+    text = render_workflows([workflow], "webarena")
+    assert f"send_msg_to_user({message!r})" in text and "scroll(0, 200)" in text
+    back = parse_workflows(text, "webarena", source="t")[0]
+    assert [(s.action, s.value) for s in back.steps] == [("send_msg_to_user", message), ("scroll", "0, 200")]
+
+
 # --- property: render -> parse is the identity on the fields the format carries -------------------
 
 _SPECIAL = [

@@ -64,6 +64,12 @@ VALUE_ACTIONS = frozenset(
     for name, spec in _BROWSER_SPECS.items()
     if spec.id_arg and len(spec.args) > 1 and spec.args[1].required
 )
+# Actions whose arguments are all numbers (scroll, tab_focus, noop): their value is written unquoted.
+NUMERIC_ACTIONS = frozenset(
+    name
+    for name, spec in _BROWSER_SPECS.items()
+    if spec.args and all(arg.type in ("int", "float") for arg in spec.args)
+)
 
 # Rendering a workflow in the other benchmark's style maps the actions that both have.
 _TO_MIND2WEB = {"click": "CLICK", "fill": "TYPE", "select_option": "SELECT", "hover": "HOVER"}
@@ -155,7 +161,7 @@ def _render_call(step: WorkflowStep) -> str:
         return f"{name}({', '.join(args)})"
     if not value:
         return f"{name}()"
-    if _is_literal_argument_list(value):
+    if name in NUMERIC_ACTIONS and _is_literal_argument_list(value):
         return f"{name}({value})"
     return f"{name}({value!r})"
 
@@ -163,7 +169,8 @@ def _render_call(step: WorkflowStep) -> str:
 def _is_literal_argument_list(text: str) -> bool:
     """True for values like ``0, 200`` that were written as numeric arguments (scroll, tab_focus, noop).
 
-    Only numbers qualify: a value such as ``()`` or ``[1]`` is text and gets quoted.
+    Asked only for actions whose arguments are all numbers: a message such as ``0`` is text
+    (``send_msg_to_user('0')``), and unquoted it would not parse back. Only numbers qualify: a value such as ``()`` or ``[1]`` is text and gets quoted.
     """
     try:
         call = ast.parse(f"f({text})", mode="eval").body
