@@ -371,7 +371,13 @@ def test_another_templates_workflow_is_bound_by_the_words_around_each_placeholde
     assert bind_by_context('Open the ticket "{link}".', moved) == {"link": "Crash when a name is long"}
     # words said another way, or found twice, leave the value to the model
     assert bind_by_context("Log in as {username} with password {password}", "Open the profile of bob") == {}
-    assert bind_by_context('Open "{link}"', 'Open "a" or open "b"') == {}
+    assert bind_by_context('Then open "{link}"', 'Open "a" or open "b"') == {}
+    # the words that open the description are read where they open the goal, also when said again
+    # later ("marked as being worked on" does not hide the user of "As erin (password ...)")
+    accept = 'As erin (password {password}), accept the ticket "Agenda view", so that it is marked as being worked on.'
+    assert bind_by_context(taught.description, accept)["username"] == "erin"
+    assert bind_by_context('Open "{link}"', 'Open "a" or open "b"') == {"link": "a"}
+    assert "username" not in bind_by_context(taught.description, 'Please, as erin, or as bob, accept "Agenda view".')
     # a quote mark alone is no context: the comment another template typed is not this goal's title
     comment = 'As {user} (password {password}), add the comment "{text}" to the ticket "{summary}".'
     assert bind_by_context(comment, goal) == {

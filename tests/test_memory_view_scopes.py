@@ -372,3 +372,46 @@ def test_a_merged_part_follows_what_it_followed_in_any_scope(store: WorkflowStor
     view = view_over_prefix(store, "shop")
     assert [(w.name, w.provenance.follows) for w in view.workflows] == [(open_order.name, ""), ("sign in", "")]
     assert view.follows == {open_order.name: ("sign in",)}
+
+
+def test_a_fixed_route_and_another_tasks_ending_rank_after_what_takes_the_goals_values(store: WorkflowStore) -> None:
+    """An ordinary library site: "As ann, renew the book "Dune"" is closest in words to the question
+    template's fixed route to the opening hours (it reads nothing of any goal) and to the part that
+    moves a loan to another branch (it needs a branch this goal does not state). Neither is shown while
+    the parts that take this goal's values (sign in as ann, open "Dune") are; a goal that the view has
+    nothing bound to still gets the closest of them."""
+    sign_in = Workflow(
+        name="sign in", description='As {user}, reserve the book "{book}".', parameters=["user"],
+        steps=[_step("fill", "textbox", "Card number", "{user}"), _step("click", "button", "Sign in")],
+    )  # fmt: skip
+    open_book = Workflow(
+        name="loans, click {book}", description='As {user}, return the book "{book}".', parameters=["book"],
+        steps=[_step("click", "link", "My loans"), _step("click", "link", "{book}")],
+    )  # fmt: skip
+    hours = Workflow(
+        name="help, opening hours", description="When does the library renew its opening hours?",
+        steps=[_step("click", "link", "Help"), _step("click", "link", "Opening hours")],
+    )  # fmt: skip
+    branch = Workflow(
+        name="select Branch:", description='As {user}, renew the book "{book}" at the branch {branch}.',
+        parameters=["branch"], steps=[_step("select_option", "combobox", "Branch:", "{branch}"), _step("click", "button", "Renew")],
+    )  # fmt: skip
+    for scope, workflow in [("reserve", sign_in), ("return", open_book), ("hours", hours), ("move", branch)]:
+        store.commit(f"library/{scope}", [workflow], parent=None, author="rule")
+
+    class RenewWords:
+        """Closest to the goal: whatever says "renew" (the route and the branch part)."""
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.array([[t.lower().count("renew") + 0.1, 1.0] for t in texts], dtype=np.float32)
+
+    view = view_over_prefix(store, "library", k=3)
+    goal = 'As ann, renew the book "Dune".'
+    assert sorted(w.name for w in view.select(goal, RenewWords())) == sorted([sign_in.name, open_book.name])
+    # nothing in the view takes a value of this goal: the closest by words are shown
+    class HoursWords:
+        def embed(self, texts: list[str]) -> np.ndarray:
+            return np.array([[t.lower().count("hours") + 0.1, 1.0] for t in texts], dtype=np.float32)
+
+    shown = [w.name for w in view_over_prefix(store, "library", k=1).select("What are our opening hours?", HoursWords())]
+    assert shown == [hours.name]

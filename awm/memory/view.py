@@ -69,8 +69,8 @@ class MemoryView(BaseModel):
         needing a value the question does not state, and not the part that opens the ticket; the 1.5B
         model answered without looking. On any site a procedure whose values the task does not state is
         another task's procedure. Nor does ``topk`` show a workflow that makes a choice its own task
-        named and this goal does not (`other_choices`). Ways to open the same item count as one of
-        the k (`top_k_ways`)."""
+        named and this goal does not (`other_choices`). A fixed route (`is_fixed_route`) ranks with
+        them. Ways to open the same item count as one of the k (`top_k_ways`)."""
         workflows = expand_all(list(self.workflows))
         if self.mode == "all":
             return workflows
@@ -88,7 +88,7 @@ class MemoryView(BaseModel):
         for own in texts:  # a workflow taught by several goals scores as the closest of them
             scores.append(float(flat_scores[start : start + len(own)].max()))
             start += len(own)
-        needs = [bool(unstated_values(w, goal)) for w in workflows]
+        needs = [bool(unstated_values(w, goal)) or is_fixed_route(w) for w in workflows]
         order = sorted(range(len(workflows)), key=lambda i: (needs[i], -scores[i], i))
         return top_k_ways([workflows[i] for i in order], goal, self.k, needs=[needs[i] for i in order])
 
@@ -100,6 +100,21 @@ def unstated_values(workflow: Workflow, goal: str) -> list[str]:
     open_ones = open_parameters(workflow, bind_parameters(workflow, goal))
     stated = set(PLACEHOLDER.findall(workflow.description))
     return [name for name in open_ones if name in stated]
+
+
+def is_fixed_route(workflow: Workflow) -> bool:
+    """Whether the workflow takes no value at all (no step holds a placeholder): the same clicks
+    whatever the goal says.
+
+    Why it ranks with the workflows needing a value the goal does not state (`MemoryView.select`):
+    measured on the arena's Trac with site scope, "close the ticket X with the resolution fixed" was
+    shown the question template's route "click WIKI, click Who does what" in the third place (ahead of
+    every part that needs a value the goal does not state), the model ran it after opening the ticket
+    and gave up on the wiki page. A route that reads nothing of the goal is tied to the goal by its
+    words alone; a workflow that takes the goal's values (the user, the ticket) is known to be about
+    this goal's things. On any site a fixed route (the contacts page, the help page) is another task's
+    destination unless its words are the closest; it still ranks by them among the rest."""
+    return bool(workflow.steps) and not any(step.placeholders() for step in workflow.steps)
 
 
 def opened_item(workflow: Workflow, goal: str | dict[str, str]) -> tuple[str, str, str] | None:
@@ -126,7 +141,12 @@ def top_k_ways(ranked: Sequence[Workflow], goal: str, k: int, *, needs: Sequence
     step of the procedure, and the next place goes to what comes after it. Endings on a fixed control
     (every change ends with "Submit changes") are different procedures and each takes a place. Not a
     workflow that needs a value the goal does not state: given such a place, a question about a
-    ticket's owner was shown another template's closing part, and the model gave up without looking."""
+    ticket's owner was shown another template's closing part, and the model gave up without looking.
+    Nor any such workflow (or fixed route, `is_fixed_route`) where one that takes the goal's values is
+    shown: they are what the view has only where it has nothing bound to this goal."""
+    if not all(needs):
+        ranked = [w for w, needs_value in zip(ranked, needs, strict=True) if not needs_value]
+        needs = [False] * len(ranked)
     items = [opened_item(workflow, goal) for workflow in ranked]
     taken: set[tuple[str, str, str]] = set()
     places = shown = 0

@@ -170,13 +170,17 @@ def bind_by_context(description: str, goal: str) -> dict[str, str]:
     teaching goal named; another goal names its own field there, or none ('to minor.', 'to priority
     high.'), so where the name is not in the goal the words before the name are read instead: on Trac
     the milestone-changing part reads "minor" off "change the priority of the ticket X to minor", and
-    the executor chooses it in the list that offers it (`awm.webarena.choice_lists`)."""
+    the executor chooses it in the list that offers it (`awm.webarena.choice_lists`). The words that
+    open the description are read where they open the goal, also when the goal says them again later:
+    "As {username} (password ...)" read nothing off "As erin (password ...), accept the ticket X, so
+    that it is marked as being worked on" (two "as"), and the log-in part was ranked as needing a user
+    name the goal states first thing."""
     goal_text = " ".join(goal.split())
     parts = PLACEHOLDER.split(" ".join(description.split()))
     names, literals = parts[1::2], parts[0::2]
     values: dict[str, str] = {}
     for i, name in enumerate(names):
-        found = _between(goal_text, literals[i], literals[i + 1], last=i == len(names) - 1)
+        found = _between(goal_text, literals[i], literals[i + 1], last=i == len(names) - 1, opens=i == 0)
         if found is None and (unnamed := _without_field_name(literals[i], name)) is not None:
             found = _between(goal_text, unnamed, literals[i + 1], last=i == len(names) - 1)
         if found is not None and literals[i][-1:] not in _QUOTES and not _plain_value(found):
@@ -209,10 +213,11 @@ def _words(words: list[str]) -> str:
     return r"\s+".join(re.escape(w) for w in words)
 
 
-def _between(goal: str, before: str, after: str, *, last: bool) -> str | None:
+def _between(goal: str, before: str, after: str, *, last: bool, opens: bool = False) -> str | None:
     """The value of `goal` right after the one occurrence of the longest tail of the literal `before`
     and up to the longest head of the literal `after` (up to `CONTEXT_WORDS` words each; the goal's end
-    for a last placeholder followed by sentence punctuation at most); None when nothing matches."""
+    for a last placeholder followed by sentence punctuation at most); None when nothing matches.
+    `opens`: `before` opens the description, so all of it at the goal's start is that occurrence."""
     head_words, tail_words = before.split(), after.split()
     if not head_words:
         return None  # a placeholder with nothing before it (or right after another) has no context
@@ -223,6 +228,8 @@ def _between(goal: str, before: str, after: str, *, last: bool) -> str | None:
         if not any(ch.isalnum() for ch in "".join(head_words[-n_before:])):
             break  # a quote mark alone says nothing of which value: 'add the comment "' read a ticket's title
         heads = list(re.finditer(rf"(?<!\S){_words(head_words[-n_before:])}{glue_before}", goal, re.IGNORECASE))
+        if opens and n_before == len(head_words) and heads and heads[0].start() == 0:
+            heads = heads[:1]  # the words that open the description, where they open the goal
         if len(heads) != 1:
             continue  # absent, or said twice: no telling which value is meant
         rest = goal[heads[0].end():]
