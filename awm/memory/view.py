@@ -62,15 +62,16 @@ class MemoryView(BaseModel):
         """The workflows to show for `goal`, most relevant first (``all``: the version's own order), each
         with its calls to other workflows expanded: a prompt shows the steps, not names to look up.
 
-        ``topk`` ranks last the workflows that need a value this goal does not state (`unstated_values`),
-        each group by similarity. Why: measured on the arena's Trac with
-        site scope, "What priority does the ticket X have?" was shown the priority-changing and
-        milestone-changing parts of other templates (their goals say "priority" and "ticket" too), each
+        ``topk`` ranks by similarity, and shows the workflows that need a value this goal does not state
+        (`unstated_values`) only where no workflow takes this goal's values (`top_k_ways`). Why: measured
+        on the arena's Trac with site scope, "What priority does the ticket X have?" was shown the
+        priority-changing and milestone-changing parts of other templates (their goals say "priority" and
+        "ticket" too), each
         needing a value the question does not state, and not the part that opens the ticket; the 1.5B
         model answered without looking. On any site a procedure whose values the task does not state is
         another task's procedure. Nor does ``topk`` show a workflow that makes a choice its own task
-        named and this goal does not (`other_choices`). A fixed route (`is_fixed_route`) ranks with
-        them. Ways to open the same item count as one of the k (`top_k_ways`)."""
+        named and this goal does not (`other_choices`). A fixed route (`is_fixed_route`) counts as
+        needing a value. Ways to open the same item count as one of the k (`top_k_ways`)."""
         workflows = expand_all(list(self.workflows))
         if self.mode == "all":
             return workflows
@@ -89,7 +90,7 @@ class MemoryView(BaseModel):
             scores.append(float(flat_scores[start : start + len(own)].max()))
             start += len(own)
         needs = [bool(unstated_values(w, goal)) or is_fixed_route(w) for w in workflows]
-        order = sorted(range(len(workflows)), key=lambda i: (needs[i], -scores[i], i))
+        order = sorted(range(len(workflows)), key=lambda i: (-scores[i], i))
         return top_k_ways([workflows[i] for i in order], goal, self.k, needs=[needs[i] for i in order])
 
 
@@ -106,7 +107,7 @@ def is_fixed_route(workflow: Workflow) -> bool:
     """Whether the workflow takes no value at all (no step holds a placeholder): the same clicks
     whatever the goal says.
 
-    Why it ranks with the workflows needing a value the goal does not state (`MemoryView.select`):
+    Why it counts as needing a value the goal does not state (`MemoryView.select`):
     measured on the arena's Trac with site scope, "close the ticket X with the resolution fixed" was
     shown the question template's route "click WIKI, click Who does what" in the third place (ahead of
     every part that needs a value the goal does not state), the model ran it after opening the ticket
@@ -131,7 +132,8 @@ def opened_item(workflow: Workflow, goal: str | dict[str, str]) -> tuple[str, st
 def top_k_ways(ranked: Sequence[Workflow], goal: str, k: int, *, needs: Sequence[bool]) -> list[Workflow]:
     """The first `k` of `ranked`, where the workflows that open the same item (`opened_item`) count as
     one: each way to an item taken comes along, in rank order. `needs[i]`: whether `ranked[i]` needs a
-    value the goal does not state (`unstated_values`, worked out once by `MemoryView.select`).
+    value the goal does not state (`unstated_values`) or is a fixed route (`is_fixed_route`), worked out
+    once by `MemoryView.select`.
 
     Why: measured on the arena's Trac with site scope, the top 3 of "move the ticket X to milestone 1.2"
     (and of change-priority, close-ticket and accept-ticket) were the log-in part and two parts that
@@ -144,21 +146,20 @@ def top_k_ways(ranked: Sequence[Workflow], goal: str, k: int, *, needs: Sequence
     ticket's owner was shown another template's closing part, and the model gave up without looking.
     Nor any such workflow (or fixed route, `is_fixed_route`) where one that takes the goal's values is
     shown: they are what the view has only where it has nothing bound to this goal."""
-    if not all(needs):
-        ranked = [w for w, needs_value in zip(ranked, needs, strict=True) if not needs_value]
-        needs = [False] * len(ranked)
+    all_need = all(needs)
+    ranked = [w for w, needs_value in zip(ranked, needs, strict=True) if all_need or not needs_value]
     items = [opened_item(workflow, goal) for workflow in ranked]
     taken: set[tuple[str, str, str]] = set()
     places = shown = 0
     keep: list[bool] = []
-    for item, needs_value in zip(items, needs, strict=True):
+    for item in items:
         if item is not None and item in taken:
             keep.append(True)
             shown += 1
             continue
         # A workflow needing a value the goal does not state gets no place a merged way freed: it is
         # another task's ending, shown only where fewer than k workflows are (`MemoryView.select`).
-        free = places < k and (shown < k or not needs_value)
+        free = places < k and (shown < k or not all_need)
         keep.append(free)
         if free:
             places += 1
