@@ -400,3 +400,55 @@ def test_another_templates_workflow_is_bound_by_the_words_around_each_placeholde
     assert bind_parameters(taught, 'As erin (password x), change the priority of ticket "T" to high.') == {
         "username": "erin", "password": "x", "link": "T", "priority": "high",
     }  # fmt: skip
+
+
+def _shipping(order: str, service: str) -> Trajectory:
+    """A shop's order page: open the order, choose its shipping service in a list, save."""
+    listed = "[12] combobox 'Shipping:' value='standard', options: standard | express | overnight, collapsed"
+    trajectory = _traj(
+        f"ship-{order}",
+        f'Ship the order "{order}" by {service}.',
+        [
+            ("click", {"bid": "3"}, TargetDesc(role="link", label=order), "Open the order"),
+            ("select_option", {"bid": "12", "options": service}, TargetDesc(role="combobox", label="Shipping:"), ""),
+            ("click", {"bid": "14"}, TargetDesc(role="button", label="Save"), ""),
+        ],
+        scope="sites/shop/ship-order",
+    )
+    trajectory.steps[1].observation = f"[3] link '{order}'\n{listed}\n[14] button 'Save'"
+    return trajectory
+
+
+def test_a_list_choice_is_bound_by_the_option_another_goal_names() -> None:
+    """Another template's goal names the choice in its own words: the option of the step's list it
+    says, outside its quoted titles and the values already bound, is the value; two options said, or
+    none, leave it to the model."""
+    from awm.memory.view import unstated_values
+
+    workflow = _one(_shipping("A-17", "express"))
+    choose = workflow.steps[1]
+    assert choose.value == "{shipping}" and choose.options == ["standard", "express", "overnight"]
+    assert "options" not in workflow.steps[0].model_dump() and "options" in choose.model_dump()
+    other = 'Send the order "B-2" with the Overnight service, please.'
+    assert bind_parameters(workflow, other) == {"link": "B-2", "shipping": "overnight"}
+    assert unstated_values(workflow, other) == []
+    assert instantiate(workflow, bind_parameters(workflow, other)).steps[1].value == "overnight"
+    # an option inside a quoted title, or inside a value already bound, is not a choice
+    assert "shipping" not in bind_parameters(workflow, 'Send the order "Express kettle" today.')
+    assert "shipping" not in bind_parameters(workflow, "Send the order express-kettle today.")
+    assert bind_parameters(workflow, 'Send the order "Overnight bag" by express.')["shipping"] == "express"
+    # two options said: no telling which is meant
+    assert "shipping" not in bind_parameters(workflow, 'Change the order "B-2" from standard to express.')
+    assert unstated_values(workflow, 'Open the order "B-2".') == ["shipping"]
+    # the teaching template itself still binds as a whole
+    assert bind_parameters(workflow, 'Ship the order "C-9" by standard.') == {"link": "C-9", "shipping": "standard"}
+
+
+def test_a_list_the_observation_cut_records_no_options() -> None:
+    """A long list the observation shows only the start of (`… N more`) gives no options: a choice is
+    not read off a goal by a partial list."""
+    trajectory = _shipping("A-17", "express")
+    trajectory.steps[1].observation = (
+        "[12] combobox 'Shipping:' value='standard', options: standard | express | … 9 more, collapsed"
+    )
+    assert _one(trajectory).steps[1].options == []

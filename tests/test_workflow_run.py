@@ -99,6 +99,47 @@ def test_catalog_leaves_out_what_the_goal_states_and_what_cannot_run() -> None:
     assert callable_workflows(view.model_copy(update={"use": "text"}), goal) == {}
 
 
+CANCEL_AS = Workflow(
+    name="cancel as",
+    description='Cancel the order "{order}" as a {reason} of the order "A-1", with a note that names it.',
+    parameters=["order", "note", "reason"],
+    steps=[
+        WorkflowStep(action="click", target=TargetDesc(role="link", label="{order}")),
+        WorkflowStep(action="fill", target=TargetDesc(role="textbox", label="Note"), value="{note}"),
+        WorkflowStep(
+            action="select_option",
+            target=TargetDesc(role="combobox", label="Reason"),
+            value="{reason}",
+            options=["duplicate", "mistake", "fraud"],
+        ),
+        WorkflowStep(action="click", target=TargetDesc(role="button", label="Cancel order")),
+    ],
+)
+
+
+def test_another_familys_workflow_leaves_out_a_text_its_own_task_composed() -> None:
+    """A shop's "cancel as a duplicate" part, served to a goal of another family that names the
+    reason: the note its own task wrote is not typed (no goal states it), the rest runs with the
+    goal's values; its own family's goal still types the note, which the call must give."""
+    view = MemoryView(scope="fixtures", workflows=(CANCEL_AS,), use="executable")
+    other = callable_workflows(view, 'Cancel the order "B-2" with the reason mistake.')["cancel as"]
+    assert [s.action for s in other.workflow.steps] == ["click", "select_option", "click"]
+    assert other.bound == {"order": "B-2", "reason": "mistake"} and other.open == ()
+    assert other.workflow.parameters == ["order", "reason"]
+    own = 'Cancel the order "C-3" as a fraud of the order "A-1", with a note that names it.'
+    same = callable_workflows(view, own)["cancel as"]
+    assert same.workflow == CANCEL_AS and same.open == ("note",)
+    # a note the goal does state is bound, and typed
+    stated = CANCEL_AS.model_copy(update={"description": 'Cancel the order "{order}" with the note "{note}".'})
+    view = MemoryView(scope="fixtures", workflows=(stated,), use="executable")
+    noted = callable_workflows(view, 'Please cancel the order "B-2" with the note "wrong size".')["cancel as"]
+    assert len(noted.workflow.steps) == 4 and noted.bound["note"] == "wrong size"
+    # a description without placeholders (hand-written) says nothing of what a goal states: all stay
+    plain = CANCEL_AS.model_copy(update={"description": "Cancel an order."})
+    view = MemoryView(scope="fixtures", workflows=(plain,), use="executable")
+    assert callable_workflows(view, 'Cancel the order "B-2".')["cancel as"].workflow == plain
+
+
 # --- on real pages ---------------------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 
 from awm.errors import ActionParseError, DataError
 from awm.trajectory import Step, TargetDesc, Trajectory
+from awm.webarena.choice_lists import list_options
 
 # Argument names that hold an element id: never part of an abstract step or a value.
 ID_ARGS = frozenset({"bid", "element", "element_id", "elem", "id", "from_bid", "to_bid", "backend_node_id"})
@@ -59,6 +60,7 @@ class AbstractStep:
     thought: str
     page: str = ""  # the path of the page it acted on (no query, no fragment): where a procedure's parts end
     row: str = ""  # the text of the row, list item or card its element sat in (`TargetDesc.row`)
+    options: tuple[str, ...] = ()  # a drop-down list's options as the step's observation showed them
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -182,7 +184,18 @@ def abstract_step(step: Step, *, where: str = "") -> AbstractStep | None:
         thought=step.thought.strip(),
         page=urlsplit(step.url).path if step.url else "",
         row=_SPACE.sub(" ", target.row).strip(),
+        options=offered_options(step, action),
     )
+
+
+def offered_options(step: Step, action: dict[str, Any]) -> tuple[str, ...]:
+    """The options of the drop-down list a ``select_option`` step chose in, as its observation showed
+    them; () for any other step, or where the observation does not show them all (a long list cut)."""
+    bid = (action.get("args") or {}).get("bid")
+    if action["name"] != "select_option" or not isinstance(bid, str) or not step.observation:
+        return ()
+    shown = list_options(step.observation).get(bid)
+    return tuple(shown.options) if shown is not None and shown.options else ()
 
 
 def superseded(steps: list[Step]) -> set[int]:

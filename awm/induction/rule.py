@@ -55,6 +55,7 @@ from awm.memory.composition import compose_from_parts
 from awm.memory.workflow import (
     CASE_PARAMETER,
     CASE_WORDS,
+    PLACEHOLDER,
     TRANSFORMS,
     Provenance,
     StepCheck,
@@ -513,6 +514,7 @@ def workflow_from_group(members: Sequence[AbstractTrajectory], *, admission: str
                 target=step.target.model_copy(update={"label": plan.label, "row": plan.row}),
                 value=plan.value,
                 post=post,
+                options=list(step.options) if PLACEHOLDER.search(plan.value) else [],
             )
         )
     return Workflow(

@@ -37,6 +37,7 @@ from awm.memory.workflow import (
     Workflow,
     WorkflowStep,
     bind_parameters,
+    describes,
     instantiate,
     open_parameters,
 )
@@ -122,8 +123,49 @@ def callable_workflows(view: MemoryView | None, goal: str) -> dict[str, Callable
         if workflow.name in out or not_executable(workflow) is not None:
             continue
         bound = bind_parameters(workflow, goal)
+        workflow = without_unasked_text(workflow, goal, bound)
         out[workflow.name] = CallableWorkflow(workflow=workflow, bound=bound, open=open_parameters(workflow, bound))
     return out
+
+
+# Steps that type a text of their own into a field (not a choice among options, not a key).
+TYPING_ACTIONS = frozenset({"fill", "TYPE"})
+
+
+def without_unasked_text(workflow: Workflow, goal: str, bound: dict[str, str]) -> Workflow:
+    """Another task family's workflow (its description does not match `goal` as a whole: `describes`)
+    less the steps that type a text neither goal states: a value no placeholder of its description
+    holds and `bound` leaves open, typed by a step of its own. Its own family's goal keeps every step.
+
+    Why: the text was one the teaching task composed for its own ending ("close as a duplicate, with a
+    comment that names the original": the comment "Duplicate of #13"); another goal that does not ask
+    for it leaves the field as it is. Measured on the arena's Trac with site scope, close-ticket was
+    shown close-duplicate's closing part with its comment left open; the call example asked for it as
+    '...', and the 1.5B model typed '...' into the comment field by hand instead of closing the ticket.
+    On any site, a note, a message or a gift card text that one task wrote is not another's to type;
+    a value the goal does state (a name, a quoted title) is bound and stays. A description without
+    placeholders (a hand-written or model-written workflow) says nothing of which values a goal states:
+    its steps all stay."""
+    if describes(workflow, goal) or not PLACEHOLDER.search(workflow.description):
+        return workflow
+    stated = set(PLACEHOLDER.findall(workflow.description)) | set(bound)
+    uses: dict[str, int] = {}
+    for step in workflow.steps:
+        for name in set(step.placeholders()):
+            uses[name] = uses.get(name, 0) + 1
+    kept: list[WorkflowStep] = []
+    dropped: set[str] = set()
+    for step in workflow.steps:
+        own = PLACEHOLDER.fullmatch(step.value.strip()) if step.action in TYPING_ACTIONS else None
+        if own is not None and own.group(1) not in stated and uses[own.group(1)] == 1:
+            dropped.add(own.group(1))
+        else:
+            kept.append(step)
+    if not dropped or not kept:
+        return workflow
+    return workflow.model_copy(
+        update={"steps": kept, "parameters": [p for p in workflow.parameters if p not in dropped]}
+    )
 
 
 def catalog(callables: dict[str, CallableWorkflow]) -> dict[str, list[str]]:
