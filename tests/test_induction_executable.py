@@ -388,6 +388,11 @@ def test_another_templates_workflow_is_bound_by_the_words_around_each_placeholde
     assert bind_by_context(priority, "Move the ticket to milestone 1.2.") == {"priority": "milestone 1.2"}
     assert bind_by_context(priority, "According to the project wiki, who looks after security reviews?") == {}
     assert bind_by_context(priority, 'Add the comment "Slow" to the ticket "Agenda view".') == {}
+    # an unquoted placeholder is not read inside a text the goal quotes (a comment is no choice)
+    closing = 'Close the order "{order}" as a {reason} of the order "A-1".'
+    asked = 'Add the note "Users asked for a choice of colour." to the order "B-2".'
+    assert bind_by_context(closing, asked) == {"order": "B-2"}
+    assert bind_by_context(closing, 'Close the order "B-2" as a duplicate of the order "A-1".')["reason"] == "duplicate"
     assert bind_by_context('Add the comment "{text}".', 'Add the comment "Slow, and 5 s on a phone".') == {
         "text": "Slow, and 5 s on a phone"
     }  # quoted: whatever the quotes hold

@@ -154,6 +154,9 @@ def describes(workflow: Workflow, goal: str) -> bool:
 CONTEXT_WORDS = (3, 2)
 # An opening quote -> its closing quote: a quoted placeholder's value is what the quotes hold.
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019"}
+# A span of the goal in double or curly quotes, or in single quotes that no letter touches outside (not
+# an apostrophe): a title, a comment, a name the goal quotes.
+_QUOTED_SPAN = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|\u2018[^\u2019]*\u2019|(?<!\w)'[^']*'(?!\w)")
 
 
 def open_parameters(workflow: Workflow, bound: dict[str, str]) -> tuple[str, ...]:
@@ -188,25 +191,24 @@ def bind_by_context(description: str, goal: str) -> dict[str, str]:
     open the description are read where they open the goal, also when the goal says them again later:
     "As {username} (password ...)" read nothing off "As erin (password ...), accept the ticket X, so
     that it is marked as being worked on" (two "as"), and the log-in part was ranked as needing a user
-    name the goal states first thing."""
+    name the goal states first thing. An unquoted placeholder is never read inside a text the goal
+    quotes: close-duplicate's 'as a {as} of the ticket' read "choice" off the comment "Users asked for a
+    choice of delivery time.", and comment-ticket was shown the closing part as taking its values."""
     goal_text = " ".join(goal.split())
+    unquoted_text = _QUOTED_SPAN.sub('""', goal_text)  # what an unquoted placeholder may be read off
     parts = PLACEHOLDER.split(" ".join(description.split()))
     names, literals = parts[1::2], parts[0::2]
     values: dict[str, str] = {}
     for i, name in enumerate(names):
-        found = _between(goal_text, literals[i], literals[i + 1], last=i == len(names) - 1, opens=i == 0)
+        text = goal_text if literals[i][-1:] in _QUOTES else unquoted_text
+        found = _between(text, literals[i], literals[i + 1], last=i == len(names) - 1, opens=i == 0)
         if found is None and (unnamed := _without_field_name(literals[i], name)) is not None:
-            found = _between(goal_text, unnamed, literals[i + 1], last=i == len(names) - 1)
+            found = _between(text, unnamed, literals[i + 1], last=i == len(names) - 1)
         if found is not None and literals[i][-1:] not in _QUOTES and not _plain_value(found):
             continue  # an unquoted value is a word or a name, never a clause: leave it to the model
         if found is not None and values.setdefault(name, found) != found:
             values.pop(name)  # one placeholder, two different values: leave it to the model
     return values
-
-
-# A span of the goal in double or curly quotes, or in single quotes that no letter touches outside (not
-# an apostrophe): a title, a comment, a name the goal quotes.
-_QUOTED_SPAN = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|\u2018[^\u2019]*\u2019|(?<!\w)'[^']*'(?!\w)")
 
 
 def bind_by_options(workflow: Workflow, goal: str, bound: dict[str, str]) -> dict[str, str]:
