@@ -98,6 +98,7 @@ GUIDANCE_FILTERS = (
     "goal_note",
     "first_step_infeasible",
     "infeasible_after_reaction",
+    "ending_before_composed_text",
     "no_page_to_go_back_to",
     "repeated_plain_actions",
     "completed_workflows",

@@ -31,6 +31,7 @@ from awm.webarena.guidance_filters import (
     broken_workflows,
     completed_workflows,
     disabled_targets,
+    ending_before_composed_text,
     filled_not_clicked,
     first_step_infeasible,
     goal_note,
@@ -100,6 +101,15 @@ def test_spent_choices_holds_a_field_already_filled_and_an_action_tried_on_this_
     assert "11" in offer.ids_for["fill"] and "11" not in left.ids_for["fill"]  # filled and shows its value
     assert "12" not in left.ids_for["click"] and "13" in left.ids_for["click"]  # tried on this very state
     assert spent_choices(context(page, []), offer) == offer  # nothing done yet: nothing held
+    # A fill refused on this state for typing the field's own label into it stays offered: the field was
+    # never tried with a value. One the field did not take at all is held.
+    empty = shop_page(CHECKOUT)
+    refused = done(
+        "fill", {"bid": "11", "value": "Email"}, fingerprint="fp", outcome="action_error", target=TargetDesc(role="textbox", label="Email")
+    )
+    assert "11" in spent_choices(context(empty, [refused]), every_id(empty)).ids_for["fill"]
+    hidden = done("fill", {"bid": "11", "value": "ann@example.test"}, fingerprint="fp", outcome="not_interactable")
+    assert "11" not in spent_choices(context(empty, [hidden]), every_id(empty)).ids_for["fill"]
 
 
 def test_undoing_clicks_holds_clicks_on_what_shows_chosen() -> None:
@@ -177,6 +187,34 @@ def test_infeasible_after_reaction_holds_giving_up_right_after_the_page_moved() 
     assert infeasible_after_reaction(context(page, [reacted], ends_itself=True), offer).names == ["click", "send_msg_to_user"]
     assert infeasible_after_reaction(context(page, [reacted, done("click", {"bid": "13"})], ends_itself=True), offer) == offer
     assert infeasible_after_reaction(context(page, [reacted], ends_itself=False), offer) == offer  # MiniWoB++: the page ends it
+
+
+def test_ending_before_composed_text_holds_the_endings_while_a_sentence_waits_for_its_box() -> None:
+    """A blog post's reply form: the goal's comment is neither typed nor shown and the reply box (several
+    lines) is on the page, so giving up and answering are held; typed, or with only a one-line search box,
+    or for a goal that states no sentence, or on MiniWoB++ (the page ends it), both are offered. A box
+    that holds something else (the model typed the box's label into it) holds them still."""
+    goal = 'Reply to the post "Moving the garden beds" with the comment "Lovely beds, what soil did you use?".'
+    lines = [
+        ("20", "textbox", "Search", ""), ("30", "heading", "Moving the garden beds", ""),
+        ("31", "textbox", "Be kind.", ""), ("32", "button", "Post reply", ""),
+    ]  # fmt: skip
+
+    def reply_page(rows: list[tuple[str, str, str, str]], goal: str = goal) -> PageState:
+        return shop_page(rows, goal=goal).model_copy(update={"multiline": frozenset({"31"})})
+
+    page = reply_page(lines)
+    offer = Offer(ids_for=None, names=["fill", "click", "send_msg_to_user", "report_infeasible"])
+    assert ending_before_composed_text(context(page, ends_itself=True), offer).names == ["fill", "click"]
+    typed = done("fill", {"bid": "31", "value": "Lovely beds, what soil did you use?"})
+    assert ending_before_composed_text(context(page, [typed], ends_itself=True), offer) == offer
+    mistyped = reply_page([*lines[:2], ("31", "textbox", "Be kind.", " value='Be kind.'"), lines[3]])
+    assert ending_before_composed_text(context(mistyped, ends_itself=True), offer).names == ["fill", "click"]
+    one_line = page.model_copy(update={"multiline": frozenset()})
+    assert ending_before_composed_text(context(one_line, ends_itself=True), offer) == offer
+    named_only = reply_page(lines, goal='Open the post "Moving the garden beds".')
+    assert ending_before_composed_text(context(named_only, ends_itself=True), offer) == offer
+    assert ending_before_composed_text(context(page, ends_itself=False), offer) == offer
 
 
 def test_no_page_to_go_back_to_holds_go_back_until_the_episode_left_its_first_page() -> None:
@@ -416,7 +454,8 @@ def test_active_filters_follow_the_switch_and_role_aware() -> None:
     ]
     # With role_aware off, as before the filters were named: only the goal note and the first-step rule.
     assert [f.name for f in active_filters("on", role_aware=False)] == [
-        "goal_note", "first_step_infeasible", "infeasible_after_reaction", "no_page_to_go_back_to",
+        "goal_note", "first_step_infeasible", "infeasible_after_reaction", "ending_before_composed_text",
+        "no_page_to_go_back_to",
         "completed_workflows", "refused_workflows", "broken_workflows", "unstartable_workflows",
         "parts_in_order",
     ]  # fmt: skip

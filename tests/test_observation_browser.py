@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from awm.actions import Action
 from awm.config import BrowserSettings, RailsSettings
 from awm.trajectory import Task
 from awm.webarena.env import BrowserSession
@@ -14,14 +15,19 @@ from awm.webarena.goal_progress import guidance
 pytestmark = pytest.mark.browser
 
 
-def _open(base_url: str, page: str, goal: str):
-    task = Task(
+def _task(base_url: str, page: str, goal: str) -> Task:
+    return Task(
         task_id="browsergym/openended", scope="live/fixture", benchmark="live",
         meta={"task_kwargs": {"start_url": f"{base_url}{page}.html", "goal": goal}},
     )  # fmt: skip
-    settings = BrowserSettings(pre_observation_delay=0.2, slow_mo_ms=0, rails=RailsSettings(allow_hosts=["127.0.0.1"]))
-    with BrowserSession(settings) as session:
-        return session.reset(task)
+
+
+SETTINGS = BrowserSettings(pre_observation_delay=0.2, slow_mo_ms=0, rails=RailsSettings(allow_hosts=["127.0.0.1"]))
+
+
+def _open(base_url: str, page: str, goal: str):
+    with BrowserSession(SETTINGS) as session:
+        return session.reset(_task(base_url, page, goal))
 
 
 def test_a_tables_rows_are_lines_of_their_own_cells_and_a_field_keeps_its_line(base_url: str) -> None:
@@ -39,3 +45,39 @@ def test_a_cookie_banner_button_is_not_held_while_the_search_form_waits_for_its_
     accept, search, field = by_label[("button", "Accept cookies")], by_label[("button", "Search")], by_label[("textbox", "Search")]
     assert page.forms[search] == page.forms[field] and accept not in page.forms
     assert guidance(page, goal, []).waiting == {search}
+
+
+def test_a_field_whose_label_does_not_name_it_shows_the_forms_key_for_it(base_url: str) -> None:
+    """A reply box labelled "Be kind. Markdown works here." and a field whose only name is its placeholder
+    "1234 5678 9012 3456" do not say they are the comment and the card number; their form keys do. A key
+    the label already says (``email``, ``user`` in "Username", ``field_cc`` for "Cc:") and one too short to mean anything
+    (``q``) are not shown. The reply box is the page's one text box of several lines."""
+    page = _open(base_url, "reply_box", "Reply to the post with the comment 'Lovely beds!'")
+    fields = [line.partition("] ")[2] for line in page.text.splitlines() if "] textbox" in line]
+    assert fields == [
+        "textbox 'Be kind. Markdown works here.' (name=comment)",
+        "textbox '1234 5678 9012 3456' (name=card)",
+        "textbox 'Email'",
+        "textbox 'Username'",
+        "textbox 'Cc:'",
+        "textbox 'Anything else?'",
+    ]
+    by_label = {d.label: bid for bid, d in page.elements.items()}
+    assert page.multiline == {by_label["Be kind. Markdown works here."]}  # the textarea, not the inputs
+
+
+def test_typing_a_fields_own_label_into_it_is_refused_unless_the_goal_states_it(base_url: str) -> None:
+    """The reply box labelled "Be kind. Markdown works here." refuses that very text (the model's copying
+    slip on Trac's comment box), takes the goal's comment, and takes its label where the goal states it."""
+    goal = "Reply to the post with the comment 'Lovely beds!'"
+    with BrowserSession(SETTINGS) as session:
+        page = session.reset(_task(base_url, "reply_box", goal))
+        box = next(bid for bid, d in page.elements.items() if d.label == "Be kind. Markdown works here.")
+        slip = session.execute(Action(name="fill", args={"bid": box, "value": "Be kind. Markdown works here."}))
+        assert slip.outcome == "action_error" and "the field's own label" in slip.error
+        assert session.observe().snapshot.controls[box].value in (None, "")
+        assert session.execute(Action(name="fill", args={"bid": box, "value": "Lovely beds!"})).outcome == "ok"
+    with BrowserSession(SETTINGS) as session:
+        page = session.reset(_task(base_url, "reply_box", "Type 'Be kind. Markdown works here.' into the reply box."))
+        box = next(bid for bid, d in page.elements.items() if d.label == "Be kind. Markdown works here.")
+        assert session.execute(Action(name="fill", args={"bid": box, "value": "Be kind. Markdown works here."})).outcome == "ok"

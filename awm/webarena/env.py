@@ -68,6 +68,8 @@ class PageState(BaseModel):
     # Which form each element sits in (id -> form key, `Observation.forms`; an element outside any form
     # is absent): what a form's own submit button is, as against a banner's button beside the form.
     forms: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
+    # The ids of its text boxes of several lines (`Observation.multiline`): where a composed text goes.
+    multiline: frozenset[str] = Field(default_factory=frozenset, exclude=True, repr=False)
     _png: bytes | None = PrivateAttr(default=None)
     _html: str | None = PrivateAttr(default=None)
 
@@ -569,6 +571,7 @@ class BrowserSession:
             last_action_error=redact(sanitize_text(obs.get("last_action_error"), 400)),
             screenshot=shot, snapshot=snapshot, dom=page, secrets=self.secrets,
             properties=obs.get("extra_element_properties") or {}, forms=built.forms,
+            multiline=built.multiline,
         )  # fmt: skip
         return self.last_page
 

@@ -319,6 +319,9 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
             if typed is not None:
                 name = secrets.named_in_password_field(value)
                 return _Prepared([typed], note=f"typed the secret {{{name}}}", target=target)
+        refused_own = own_words_refusal(bid, value, target, _goal_of(session))
+        if refused_own is not None:
+            return _Prepared([], refused_own, target=target)
         if target.tag not in ("input", "textarea", "select") or target.type == "range":
             slider = read_slider(locator) if not target.editable else None
             if slider is not None:
@@ -346,6 +349,39 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
             pressed = Action(name="press", args={"bid": bid, "key_comb": "Enter"})
             return _Prepared([typed, pressed], note="pressed Enter after filling", target=target)
     return _Prepared([action], note=note, target=target)
+
+
+def _goal_of(session: BrowserSession) -> str:
+    """The episode's goal, as its latest observation carries it ("" before the first)."""
+    page = getattr(session, "last_page", None)
+    return page.goal if page is not None else ""
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.casefold().split()).strip(" .:;,!?*")
+
+
+def own_words_refusal(bid: str, value: str, target: _Target, goal: str) -> ExecResult | None:
+    """A fill that types the field's own label or placeholder into it is refused (an action error that
+    says so), unless the goal itself states that text; else None.
+
+    Why: measured on the arena's comment-ticket (Trac), the 1.5B model filled the comment box labelled
+    "You may use WikiFormatting here." with "You may use WikiFormatting here.", after which the box was
+    no longer empty and it reported there was no comment field. Typing what a field says about itself
+    is a copying slip on any site ("Email" into the Email field), never a value a user means, and
+    refused, the field stays empty for the value the goal gives.
+    """
+    typed = _plain(value)
+    if not typed or typed in _plain(goal):
+        return None
+    own = {_plain(words) for words in (target.label, target.placeholder, target.aria_label) if words}
+    if typed not in own:
+        return None
+    error = (
+        f"{_describe(bid, target=target)}: '{sanitize_text(value, 60)}' is the field's own label, not a "
+        "value; type the text the goal gives"
+    )
+    return ExecResult(outcome="action_error", error=error)
 
 
 def _secret_fill(

@@ -169,6 +169,7 @@ class GoalGuidance:
     pending: list[GoalControl]
     waiting: set[str]
     note: str
+    untyped: tuple[str, ...] = ()  # the goal's values not typed yet, in goal order (the note's list)
 
 
 def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidance:
@@ -273,7 +274,8 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     if closing.waiting:
         waiting |= closing.waiting
         notes.append(closing.note)
-    return GoalGuidance(pending, waiting, "\n".join(notes))
+    untyped_texts = tuple(x.text for x in sorted(untyped, key=lambda x: goal.find(x.text)))
+    return GoalGuidance(pending, waiting, "\n".join(notes), untyped_texts)
 
 
 # Verbs of a goal's closing clause ("..., then press submit") and the words around the control's name there.

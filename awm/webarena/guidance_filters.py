@@ -125,6 +125,15 @@ def _shows_value(page_text: str, bid: str) -> bool:
     return any(line.startswith(head) and " value='" in line for line in page_text.splitlines())
 
 
+def typed_own_label(step: Step) -> bool:
+    """Whether the step filled its field with the field's own label (what the executor refuses:
+    `awm.webarena.executor.own_words_refusal`)."""
+    args = step.action.get("args") if step.action else None
+    value = str(args.get("value", "")) if isinstance(args, dict) else ""
+    label = step.target.label if step.target is not None else ""
+    return bool(value.strip()) and " ".join(value.casefold().split()) == " ".join(label.casefold().split())
+
+
 def without_spent_choices(
     ids_for: dict[str, list[str]],
     page_ids: list[str],
@@ -137,7 +146,7 @@ def without_spent_choices(
     """Per-action ids minus the choices that cannot move the task on (why: `spent_choices`): the same
     state-setting action on the element the last step just set; `fill` on a field this episode already
     filled that still shows a value; every action already tried on this very page state (same
-    fingerprint), worked or failed; and, where the agent ends the task itself (`ends_itself`), every
+    fingerprint), worked or failed (but not a `fill` that typed the field's own label into it); and, where the agent ends the task itself (`ends_itself`), every
     click made on this page since its last fill, select or check."""
     out = dict(ids_for)
 
@@ -162,6 +171,8 @@ def without_spent_choices(
         if done is not None and done[0] == "fill" and _shows_value(page_text, done[1]):
             drop("fill", done[1])
         tried = _target(step, failed_too=True) if step.fingerprint == fingerprint else None
+        if tried is not None and tried[0] == "fill" and typed_own_label(step):
+            continue  # refused (`executor.own_words_refusal`): the field was never tried with a value
         if tried is not None and tried[0] in ACTION_SETS["browser"]:
             drop(*tried)
     return out
@@ -352,6 +363,35 @@ def infeasible_after_reaction(context: FilterContext, offer: Offer) -> Offer:
     return replace(offer, names=[n for n in offer.names if n != "report_infeasible"])
 
 
+# A value of this many words the goal states is a composed text (a comment, a message, a description),
+# not a name or a choice.
+COMPOSED_TEXT_WORDS = 3
+
+
+def ending_before_composed_text(context: FilterContext, offer: Offer) -> Offer:
+    """Holds the endings (`report_infeasible`, `send_msg_to_user`), where the agent ends the task itself,
+    while a text of several words the goal states is neither typed nor shown on any page so far
+    (`GoalGuidance.untyped`) and the page has a text box of several lines (a textarea,
+    `PageState.multiline`) that takes text; every other action stays.
+
+    Why: measured on the arena's comment-ticket (Trac, instances 2 and 3): logged in, on the ticket's
+    page, its comment box empty and the comment not typed, the 1.5B model reported the page had no
+    comment field (4 of 4 episodes); with only giving up held, it sent the comment as its message to the
+    user. Why it holds on an ordinary site: a sentence the user asks to post reaches the site only by
+    being typed, and a box of several lines is where a site takes one; a site that does not let this user
+    post shows no such box (Trac hides the comment box from whoever may not comment), and once the text
+    is typed, anywhere, or a page shows it, both endings are offered again.
+    """
+    if not context.ends_itself or offer.names is None:
+        return offer
+    if not any(len(text.split()) >= COMPOSED_TEXT_WORDS for text in context.goal_state.untyped):
+        return offer
+    page = context.page
+    if not any("disabled" not in page.flags(bid) for bid in page.multiline if bid in page.elements):
+        return offer
+    return replace(offer, names=[n for n in offer.names if n not in ("report_infeasible", "send_msg_to_user")])
+
+
 def no_page_to_go_back_to(context: FilterContext, offer: Offer) -> Offer:
     """Holds `go_back` while every step of the episode so far was on the page shown now: there is no
     page of this task to go back to, and the browser's history holds only the blank tab it opened from.
@@ -533,6 +573,7 @@ FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(goal_note, role_aware_only=False),
     GuidanceFilter(first_step_infeasible, role_aware_only=False),
     GuidanceFilter(infeasible_after_reaction, role_aware_only=False),
+    GuidanceFilter(ending_before_composed_text, role_aware_only=False),
     GuidanceFilter(no_page_to_go_back_to, role_aware_only=False),
     GuidanceFilter(repeated_plain_actions, gives_way=True),
     GuidanceFilter(completed_workflows, role_aware_only=False),

@@ -80,6 +80,7 @@ class Line:
     in_cell: bool = False  # a text line inside a table cell (`CELL_ROLES`): a value of its own, never spelled
     table_row: int = -1  # a text line in a cell: which table row (a number per row walked), -1 outside one
     form: str = ""  # the enclosing form's AXTree node id ("" outside any form): which fields a button submits
+    multiline: bool = False  # a text box of several lines (a textarea): where a composed text is typed
 
 
 @dataclass
@@ -99,6 +100,11 @@ class Observation:
     def forms(self) -> dict[str, str]:
         """Each element inside a form: its id -> the form's key (`Line.form`)."""
         return {line.bid: line.form for line in self.lines if line.bid and line.form}
+
+    @property
+    def multiline(self) -> frozenset[str]:
+        """The ids of the page's text boxes of several lines (`Line.multiline`)."""
+        return frozenset(line.bid for line in self.lines if line.bid and line.multiline)
 
 
 def estimate_tokens(text: str) -> int:
@@ -158,6 +164,40 @@ def dom_hints(dom: PageDom | None) -> dict[str, str]:
     return hints
 
 
+def field_keys(dom: PageDom | None) -> dict[str, str]:
+    """bid -> the form's key for the field (its ``name``, else its ``id``, 3 to 30 characters).
+
+    Why: a field's label is sometimes an instruction or an example, not what the field is for. Trac's
+    comment box is labelled "You may use WikiFormatting here.", a card number's placeholder is
+    "1234 5678 9012 3456", a forum's answer box "Be kind.". Measured on the arena's comment-ticket: with
+    the comment box on the page and the comment not typed yet, the model reported that the ticket page
+    had no comment field (4 of 4 episodes). The key the page's author gave the field (``comment``,
+    ``card``) says what it is on any site; `_Builder.emit_element` shows it where the label does not.
+    """
+    if dom is None:
+        return {}
+    out: dict[str, str] = {}
+    for document in dom.documents:
+        for pairs in document.attributes:
+            bid = pairs.get("bid")
+            key = next((pairs[name] for name in ("name", "id") if 3 <= len(pairs.get(name) or "") <= 30), None)
+            if bid and key and re.search(r"[A-Za-z]{3}", key):
+                out[bid] = key
+    return out
+
+
+def names_the_field(label: str, key: str) -> bool:
+    """Whether a label already says what its field's key does: a word of one is part of a word of the
+    other ("Username:" and ``user``, "From:" and ``flight-from``; a word under three letters only as
+    itself: "Cc:" and ``field_cc``). "You may use WikiFormatting here." and ``comment`` share none, so
+    the key is shown beside the label."""
+    label_words = re.findall(r"[a-z]+", label.lower())
+    key_words = re.findall(r"[a-z]+", key.lower())
+    return any(
+        k == w or (min(len(k), len(w)) >= 3 and (k in w or w in k)) for k in key_words for w in label_words
+    )
+
+
 # Page regions whose words are the site's boilerplate, not the page's content: a footer ("Powered by ...",
 # copyright, "Visit the project at ..."). Their links and controls stay (a footer link may be the way
 # somewhere); their plain text is left out. Measured on the arena's pages (`scripts/bench_sites.py
@@ -181,6 +221,7 @@ class _Builder:
         extra: dict[str, Any],
         hints: dict[str, str],
         name_chars: int,
+        field_keys: dict[str, str] | None = None,
         figures: dict[str, str] | None = None,
         text_ids: bool = False,
         prune: bool = True,
@@ -198,6 +239,7 @@ class _Builder:
         self.by_id = {node["nodeId"]: node for node in self.nodes}
         self.extra = extra or {}
         self.hints = hints
+        self.field_keys = field_keys or {}  # bid -> the form's key for the field (`field_keys`)
         self.name_chars = name_chars
         self.lines: list[Line] = []
         self.dialogs: list[str] = []
@@ -431,6 +473,10 @@ class _Builder:
         if kind:
             hint = f" ({kind})"
             text += hint
+        elif label and role in OPAQUE_ROLES and bid in self.field_keys:
+            if not names_the_field(label, self.field_keys[bid]):
+                hint = f" (name={sanitize_text(self.field_keys[bid], self.name_chars)})"
+                text += hint
         elif not label and bid in self.hints:
             where = sanitize_text(within, _WITHIN_CHARS) if within.strip() else ""
             hint = f" ({sanitize_text(self.hints[bid], self.name_chars)}" + (f", in '{where}')" if where else ")")
@@ -450,7 +496,7 @@ class _Builder:
         line = Line(
             text=text, frame=frame, bid=bid, role=shown_role, label=label, key=f"{shown_role}:{label}:{bid}",
             value=value, flags=tuple(flags), offscreen=offscreen, hint=hint, row=row,
-            form=self.forms[-1] if self.forms else "",
+            form=self.forms[-1] if self.forms else "", multiline=props.get("multiline") in (True, "true"),
         )  # fmt: skip
         self.lines.append(line)
         return label_source
@@ -603,7 +649,14 @@ def build_observation(
     (`BOILERPLATE_ROLES`)."""
     figures = describe(svg_figures(dom))
     builder = _Builder(
-        axtree, extra_properties or {}, dom_hints(dom), name_chars, figures, text_ids=text_ids, prune=prune
+        axtree,
+        extra_properties or {},
+        dom_hints(dom),
+        name_chars,
+        field_keys(dom),
+        figures,
+        text_ids=text_ids,
+        prune=prune,
     )
     if builder.nodes:
         builder.walk(builder.nodes[0], "", False, False, "")
@@ -736,5 +789,6 @@ def page_html(dom: PageDom | None, extra_properties: dict[str, Any] | None = Non
 
 
 __all__ = [
-    "Line", "Observation", "build_observation", "dom_hints", "estimate_tokens", "page_html", "quote",
+    "Line", "Observation", "build_observation", "dom_hints", "estimate_tokens", "field_keys", "page_html",
+    "quote",
 ]  # fmt: skip
