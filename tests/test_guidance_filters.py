@@ -191,9 +191,10 @@ def test_infeasible_after_reaction_holds_giving_up_right_after_the_page_moved() 
 
 def test_ending_before_composed_text_holds_the_endings_while_a_sentence_waits_for_its_box() -> None:
     """A blog post's reply form: the goal's comment is neither typed nor shown and the reply box (several
-    lines) is on the page, so giving up and answering are held; typed, or with only a one-line search box,
-    or for a goal that states no sentence, or on MiniWoB++ (the page ends it), both are offered. A box
-    that holds something else (the model typed the box's label into it) holds them still."""
+    lines) is on the page, so giving up and answering are held; typed and not yet posted, still held;
+    posted, or with only a one-line search box, or for a goal that states no sentence, or on MiniWoB++
+    (the page ends it), both are offered. A box that holds something else (the model typed the box's
+    label into it) holds them still."""
     goal = 'Reply to the post "Moving the garden beds" with the comment "Lovely beds, what soil did you use?".'
     lines = [
         ("20", "textbox", "Search", ""), ("30", "heading", "Moving the garden beds", ""),
@@ -207,7 +208,9 @@ def test_ending_before_composed_text_holds_the_endings_while_a_sentence_waits_fo
     offer = Offer(ids_for=None, names=["fill", "click", "send_msg_to_user", "report_infeasible"])
     assert ending_before_composed_text(context(page, ends_itself=True), offer).names == ["fill", "click"]
     typed = done("fill", {"bid": "31", "value": "Lovely beds, what soil did you use?"})
-    assert ending_before_composed_text(context(page, [typed], ends_itself=True), offer) == offer
+    assert ending_before_composed_text(context(page, [typed], ends_itself=True), offer).names == ["fill", "click"]
+    sent = [typed, done("click", {"bid": "32"})]  # typed and posted: both endings come back
+    assert ending_before_composed_text(context(page, sent, ends_itself=True), offer) == offer
     mistyped = reply_page([*lines[:2], ("31", "textbox", "Be kind.", " value='Be kind.'"), lines[3]])
     assert ending_before_composed_text(context(mistyped, ends_itself=True), offer).names == ["fill", "click"]
     one_line = page.model_copy(update={"multiline": frozenset()})

@@ -24,9 +24,10 @@ from functools import cached_property
 from awm.actions import ACTION_SETS, TEXT_ENTRY_ROLES, TOGGLE_ROLES
 from awm.config import GuidanceMode
 from awm.errors import ConfigError
+from awm.goal_values import extract_goal_literals
 from awm.grounding.snapshot import Element
 from awm.memory.view import opened_item
-from awm.trajectory import Step
+from awm.trajectory import Step, action_values
 from awm.webarena.env import PageState
 from awm.webarena.fingerprint import ControlState
 from awm.webarena.goal_progress import GoalGuidance, guidance
@@ -368,26 +369,45 @@ def infeasible_after_reaction(context: FilterContext, offer: Offer) -> Offer:
 COMPOSED_TEXT_WORDS = 3
 
 
+def typed_not_sent(goal: str, history: Sequence[Step]) -> bool:
+    """Whether the last `fill` that typed a text of several words the goal states is followed by no
+    click or key press that worked: the text is in its field, and nothing has sent it yet."""
+    texts = [x.text.casefold() for x in extract_goal_literals(goal) if len(x.text.split()) >= COMPOSED_TEXT_WORDS]
+    typed = [
+        i
+        for i, step in enumerate(history)
+        if step.outcome == "ok" and step.action and step.action.get("name") == "fill"
+        and any(text in value.casefold() for text in texts for value in action_values(step))
+    ]  # fmt: skip
+    if not typed:
+        return False
+    after = history[typed[-1] + 1 :]
+    return not any(s.outcome == "ok" and s.action and s.action.get("name") in ("click", "press") for s in after)
+
+
 def ending_before_composed_text(context: FilterContext, offer: Offer) -> Offer:
     """Holds the endings (`report_infeasible`, `send_msg_to_user`), where the agent ends the task itself,
-    while a text of several words the goal states is neither typed nor shown on any page so far
-    (`GoalGuidance.untyped`) and the page has a text box of several lines (a textarea,
-    `PageState.multiline`) that takes text; every other action stays.
+    while a text of several words the goal states is not on the site yet: neither typed nor shown on any
+    page so far (`GoalGuidance.untyped`) while the page has a text box of several lines (a textarea,
+    `PageState.multiline`) that takes text, or typed with no click or key press since
+    (`typed_not_sent`); every other action stays.
 
     Why: measured on the arena's comment-ticket (Trac, instances 2 and 3): logged in, on the ticket's
     page, its comment box empty and the comment not typed, the 1.5B model reported the page had no
     comment field (4 of 4 episodes); with only giving up held, it sent the comment as its message to the
-    user. Why it holds on an ordinary site: a sentence the user asks to post reaches the site only by
-    being typed, and a box of several lines is where a site takes one; a site that does not let this user
-    post shows no such box (Trac hides the comment box from whoever may not comment), and once the text
-    is typed, anywhere, or a page shows it, both endings are offered again.
+    user; with both held, it typed the comment into the box and reported it "already filled". Why it
+    holds on an ordinary site: a sentence the user asks to post reaches the site only by being typed and
+    sent, and a box of several lines is where a site takes one; a site that does not let this user post
+    shows no such box (Trac hides the comment box from whoever may not comment), and once the text is
+    typed and a button clicked (or a page shows it), both endings are offered again.
     """
     if not context.ends_itself or offer.names is None:
         return offer
-    if not any(len(text.split()) >= COMPOSED_TEXT_WORDS for text in context.goal_state.untyped):
-        return offer
     page = context.page
-    if not any("disabled" not in page.flags(bid) for bid in page.multiline if bid in page.elements):
+    untyped = any(len(text.split()) >= COMPOSED_TEXT_WORDS for text in context.goal_state.untyped) and any(
+        "disabled" not in page.flags(bid) for bid in page.multiline if bid in page.elements
+    )
+    if not untyped and not typed_not_sent(context.goal, context.history):
         return offer
     return replace(offer, names=[n for n in offer.names if n not in ("report_infeasible", "send_msg_to_user")])
 

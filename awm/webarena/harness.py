@@ -25,7 +25,8 @@ from awm.memory.view import MemoryView
 from awm.rails import RailsError
 from awm.secrets import Secrets
 from awm.trajectory import EpisodeEnd, Step, StepOutcome, Task, Trajectory
-from awm.webarena.env import BrowserSession, PageState, is_live
+from awm.webarena.absence_check import contradicted_absence
+from awm.webarena.env import BrowserSession, PageState, agent_ends, is_live
 from awm.webarena.executor import read_control
 from awm.webarena.fingerprint import describe_changes, new_text, render_changes
 from awm.webarena.outcomes import EnvCrashError, ExecResult, RailsRefusal
@@ -264,6 +265,17 @@ def _decide_and_parse(
     raise Unparsable(step.error)
 
 
+def _contradicted_report(trajectory: Trajectory, action: Action, page: PageState) -> str | None:
+    """The element the page shows that an infeasible report says is missing
+    (`awm.webarena.absence_check`), where the agent ends the task itself; once per episode (a second
+    report is taken as it is)."""
+    if action.name != "report_infeasible" or not agent_ends(trajectory.task):
+        return None
+    if any(s.action and s.action.get("name") == "report_infeasible" for s in trajectory.steps):
+        return None
+    return contradicted_absence(str(action.args.get("reason", "")), page)
+
+
 def _execute(session: BrowserSession, action: Action, config: HarnessConfig) -> ExecResult:
     """Stage 2: execute, retrying transient failures with backoff inside this step."""
     result = session.execute(action)
@@ -483,6 +495,12 @@ def _run_step(
     try:
         if action.name == RUN_WORKFLOW.name:
             result = _call_workflow(session, config, trajectory, step, action, callables[str(action.args["name"])], record_sub)
+        elif (shown := _contradicted_report(trajectory, action, page)) is not None:
+            result = ExecResult(
+                outcome="action_error",
+                error=f"not reported: the page has {shown}, which the reason says is missing; use it, or "
+                "report again if it cannot do the task",
+            )
         else:
             result = _execute(session, action, config)
     except RailsRefusal as refusal:  # right before the action: the field, an off-site goto
