@@ -192,8 +192,8 @@ def test_infeasible_after_reaction_holds_giving_up_right_after_the_page_moved() 
 def test_ending_before_composed_text_holds_the_endings_while_a_sentence_waits_for_its_box() -> None:
     """A blog post's reply form: the goal's comment is neither typed nor shown and the reply box (several
     lines) is on the page, so giving up and answering are held; typed and not yet posted, still held;
-    posted, or with only a one-line search box, or for a goal that states no sentence, or on MiniWoB++
-    (the page ends it), both are offered. A box that holds something else (the model typed the box's
+    posted, or with only a one-line search box, or for a goal that states no sentence or asks a question,
+    or on MiniWoB++ (the page ends it), both are offered. A box that holds something else (the model typed the box's
     label into it) holds them still."""
     goal = 'Reply to the post "Moving the garden beds" with the comment "Lovely beds, what soil did you use?".'
     lines = [
@@ -217,6 +217,8 @@ def test_ending_before_composed_text_holds_the_endings_while_a_sentence_waits_fo
     assert ending_before_composed_text(context(one_line, ends_itself=True), offer) == offer
     named_only = reply_page(lines, goal='Open the post "Moving the garden beds".')
     assert ending_before_composed_text(context(named_only, ends_itself=True), offer) == offer
+    asked = reply_page(lines, goal='Who wrote the comment "Lovely beds, what soil did you use?"?')
+    assert ending_before_composed_text(context(asked, ends_itself=True), offer) == offer  # a question: what to find
     assert ending_before_composed_text(context(page, ends_itself=False), offer) == offer
 
 

@@ -28,6 +28,7 @@ from awm.goal_values import extract_goal_literals
 from awm.grounding.snapshot import Element
 from awm.memory.view import opened_item
 from awm.trajectory import Step, action_values
+from awm.webarena.answer_check import asks_question
 from awm.webarena.env import PageState
 from awm.webarena.fingerprint import ControlState
 from awm.webarena.goal_progress import GoalGuidance, guidance
@@ -399,9 +400,11 @@ def ending_before_composed_text(context: FilterContext, offer: Offer) -> Offer:
     holds on an ordinary site: a sentence the user asks to post reaches the site only by being typed and
     sent, and a box of several lines is where a site takes one; a site that does not let this user post
     shows no such box (Trac hides the comment box from whoever may not comment), and once the text is
-    typed and a button clicked (or a page shows it), both endings are offered again.
+    typed and a button clicked (or a page shows it), both endings are offered again. A question's quoted
+    texts are what to find, not what to type: a goal that asks one is left alone (a shop's contact form
+    has a box of several lines on every page, and a product that is not there must be reported so).
     """
-    if not context.ends_itself or offer.names is None:
+    if not context.ends_itself or offer.names is None or asks_question(context.goal):
         return offer
     page = context.page
     untyped = any(len(text.split()) >= COMPOSED_TEXT_WORDS for text in context.goal_state.untyped) and any(
