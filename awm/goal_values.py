@@ -31,7 +31,9 @@ class GoalLiteral:
         return self.kind == "name" and any(_is_code(word) for word in self.text.split())
 
 
-_QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<![\w])'([^']+)'(?![\w])")
+# A quoted text, in straight or typographic quotes; an apostrophe inside a word ("don't") opens none.
+# The one pattern for quotes in goals and thoughts (`quoted_parts`, `without_quoted`, workflow binding).
+QUOTED = re.compile(r"\"([^\"]+)\"|“([^”]+)”|‘([^’]+)’|(?<![\w])'([^']+)'(?![\w])")
 _DATE = re.compile(
     r"\b\d{1,2}/\d{1,2}/\d{2,4}\b|\b\d{4}-\d{2}-\d{2}\b"
     r"|\b(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?(?:, \d{4})?\b"
@@ -94,10 +96,15 @@ def _blank(text: str, start: int, end: int) -> str:
     return text[:start] + " " * (end - start) + text[end:]
 
 
+def quoted_parts(text: str) -> list[str]:
+    """The text's quoted parts, in order (``Click on "Submit"`` -> ``["Submit"]``)."""
+    return [next(g for g in m.groups() if g is not None) for m in QUOTED.finditer(text)]
+
+
 def without_quoted(text: str) -> str:
     """`text` with its quoted strings blanked (same length), so what they say is not read as words of
     the instruction ("type 'and then'" has one clause)."""
-    for start, end, _ in list(_spans(_QUOTED, text)):
+    for start, end, _ in list(_spans(QUOTED, text)):
         text = _blank(text, start, end)
     return text
 
@@ -173,7 +180,7 @@ def extract_goal_literals(goal: str) -> list[GoalLiteral]:
     text = goal
     found: list[GoalLiteral] = []
     passes = (
-        (_QUOTED, "quoted"), (_COLON_TAIL, "quoted"), (_DATE, "date"), (_NUMBERED, "name"), (_TIME, "time"),
+        (QUOTED, "quoted"), (_COLON_TAIL, "quoted"), (_DATE, "date"), (_NUMBERED, "name"), (_TIME, "time"),
         (_NUMBER, "number"),
     )  # fmt: skip
     for pattern, kind in passes:

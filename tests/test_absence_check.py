@@ -26,7 +26,11 @@ LINES = [
 def forum_page() -> PageState:
     text = "\n".join(f"[{b}] {r} '{label}'{extra}" for b, r, label, extra in LINES) + "\nheading 'Reply to this topic'"
     elements = {b: TargetDesc(role=r, label=label) for b, r, label, _ in LINES}
-    return PageState(text=text, ids=[b for b, *_ in LINES], elements=elements, url="http://forum.test/t/9", goal="", fingerprint="fp")
+    keys = {"30": "field_cc", "31": "comment"}
+    return PageState(
+        text=text, ids=[b for b, *_ in LINES], elements=elements, url="http://forum.test/t/9", goal="",
+        fingerprint="fp", field_keys=keys,
+    )  # fmt: skip
 
 
 def test_a_reason_that_says_what_the_page_shows_is_missing_is_contradicted() -> None:

@@ -108,6 +108,10 @@ def test_spent_choices_holds_a_field_already_filled_and_an_action_tried_on_this_
         "fill", {"bid": "11", "value": "Email"}, fingerprint="fp", outcome="action_error", target=TargetDesc(role="textbox", label="Email")
     )
     assert "11" in spent_choices(context(empty, [refused]), every_id(empty)).ids_for["fill"]
+    refused_plainly = done(  # the executor's comparison: case, spaces and end punctuation do not count
+        "fill", {"bid": "11", "value": " email"}, fingerprint="fp", outcome="action_error", target=TargetDesc(role="textbox", label="Email:")
+    )
+    assert "11" in spent_choices(context(empty, [refused_plainly]), every_id(empty)).ids_for["fill"]
     hidden = done("fill", {"bid": "11", "value": "ann@example.test"}, fingerprint="fp", outcome="not_interactable")
     assert "11" not in spent_choices(context(empty, [hidden]), every_id(empty)).ids_for["fill"]
 

@@ -203,7 +203,7 @@ def test_values_stated_in_the_goal_become_placeholders_even_from_one_trajectory(
 
 
 def test_quoted_parts_skip_apostrophes_inside_words():
-    from awm.induction.rule import quoted_parts
+    from awm.goal_values import quoted_parts
 
     assert quoted_parts("Don't click 'Submit', click \"OK\" or \u201cGo on\u201d.") == [
         "Submit",

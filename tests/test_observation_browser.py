@@ -64,6 +64,8 @@ def test_a_field_whose_label_does_not_name_it_shows_the_forms_key_for_it(base_ur
     ]
     by_label = {d.label: bid for bid, d in page.elements.items()}
     assert page.multiline == {by_label["Be kind. Markdown works here."]}  # the textarea, not the inputs
+    assert page.field_keys[by_label["Be kind. Markdown works here."]] == "comment"  # kept, shown or not
+    assert page.field_keys[by_label["Cc:"]] == "field_cc"
 
 
 def test_typing_a_fields_own_label_into_it_is_refused_unless_the_goal_states_it(base_url: str) -> None:

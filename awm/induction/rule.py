@@ -42,6 +42,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from awm.actions import ACTION_SETS
+from awm.goal_values import quoted_parts, without_quoted
 from awm.induction.abstraction import (
     ID_ARGS,
     VALUE_ARGS,
@@ -85,7 +86,6 @@ MAX_FILLER_WORDS = 2
 ACTION_SYNONYMS = frozenset({"type", "select", "enter", "input"})
 
 # Quoted parts of a goal: "...", '...' (not an apostrophe inside a word) and curly quotes.
-_QUOTED = re.compile(r"\"([^\"]+)\"|(?<!\w)'([^']+)'(?!\w)|\u201c([^\u201d]+)\u201d|\u2018([^\u2019]+)\u2019")
 
 
 @dataclass
@@ -129,11 +129,6 @@ def slugify(text: str, fallback: str = "value") -> str:
     if not slug:
         return fallback
     return slug if not slug[0].isdigit() else f"v_{slug}"
-
-
-def quoted_parts(goal: str) -> list[str]:
-    """The goal's quoted parts, in order (``Click on "Submit"`` -> ``["Submit"]``)."""
-    return [next(g for g in m.groups() if g is not None) for m in _QUOTED.finditer(goal)]
 
 
 def _from_goal(value: str, goal: str) -> bool:
@@ -419,7 +414,7 @@ def repeats_action(thought: str) -> bool:
     """
     echo = _action_vocabulary()
     fillers = 0
-    for word in _WORD.findall(_QUOTED.sub(" ", thought).lower()):
+    for word in _WORD.findall(without_quoted(thought).lower()):
         if word in FILLER_WORDS:
             fillers += 1
         elif not (word.isdigit() or word in echo):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
+from awm.goal_values import QUOTED, without_quoted
 from awm.trajectory import TargetDesc, utc_now
 
 InductionMode = Literal["neural", "rule", "import", "manual"]
@@ -139,7 +141,7 @@ def bind_parameters(workflow: Workflow, goal: str) -> dict[str, str]:
     names = PLACEHOLDER.findall(workflow.description)
     if not names:
         return {}
-    values = _bind_whole(workflow.description, names, goal) or bind_by_context(workflow.description, goal)
+    values = _bind_whole(workflow.description, goal) or bind_by_context(workflow.description, goal)
     return values | bind_by_options(workflow, goal, values)
 
 
@@ -147,16 +149,13 @@ def describes(workflow: Workflow, goal: str) -> bool:
     """Whether the workflow's description template, placeholders and all, matches `goal` as a whole:
     the goal is one of the task family that taught it, not another template's that a site scope serves."""
     names = PLACEHOLDER.findall(workflow.description)
-    return bool(names) and bool(_bind_whole(workflow.description, names, goal))
+    return bool(names) and bool(_bind_whole(workflow.description, goal))
 
 
 # How many words around a placeholder `bind_by_context` reads at most: before it, after it.
 CONTEXT_WORDS = (3, 2)
 # An opening quote -> its closing quote: a quoted placeholder's value is what the quotes hold.
 _QUOTES = {'"': '"', "'": "'", "\u201c": "\u201d", "\u2018": "\u2019"}
-# A span of the goal in double or curly quotes, or in single quotes that no letter touches outside (not
-# an apostrophe): a title, a comment, a name the goal quotes.
-_QUOTED_SPAN = re.compile(r"\"[^\"]*\"|\u201c[^\u201d]*\u201d|\u2018[^\u2019]*\u2019|(?<!\w)'[^']*'(?!\w)")
 
 
 def open_parameters(workflow: Workflow, bound: dict[str, str]) -> tuple[str, ...]:
@@ -195,7 +194,7 @@ def bind_by_context(description: str, goal: str) -> dict[str, str]:
     quotes: close-duplicate's 'as a {as} of the ticket' read "choice" off the comment "Users asked for a
     choice of delivery time.", and comment-ticket was shown the closing part as taking its values."""
     goal_text = " ".join(goal.split())
-    unquoted_text = _QUOTED_SPAN.sub('""', goal_text)  # what an unquoted placeholder may be read off
+    unquoted_text = QUOTED.sub('""', goal_text)  # what an unquoted placeholder may be read off
     parts = PLACEHOLDER.split(" ".join(description.split()))
     names, literals = parts[1::2], parts[0::2]
     values: dict[str, str] = {}
@@ -225,7 +224,7 @@ def bind_by_options(workflow: Workflow, goal: str, bound: dict[str, str]) -> dic
     does not state, and the model opened the ticket and reported it "already closed". A title or a
     comment the goal quotes is not a choice ("Sync token invalid after restart" names the resolution
     "invalid" by chance), nor is a value already bound (the user, the ticket)."""
-    text = _QUOTED_SPAN.sub(" ", " ".join(goal.split()))
+    text = without_quoted(" ".join(goal.split()))
     for value in bound.values():
         text = text.replace(value, " ")
     out: dict[str, str] = {}
@@ -308,9 +307,15 @@ def _between(goal: str, before: str, after: str, *, last: bool, opens: bool = Fa
     return None
 
 
-
-def _bind_whole(description: str, names: list[str], goal: str) -> dict[str, str]:
+def _bind_whole(description: str, goal: str) -> dict[str, str]:
     """Values read off a goal that the whole description template matches; {} when it does not."""
+    return dict(_whole_match(description, " ".join(goal.split())))
+
+
+@functools.lru_cache(maxsize=1024)
+def _whole_match(description: str, goal: str) -> tuple[tuple[str, str], ...]:
+    """(placeholder, value) pairs for a goal the whole template matches, () when it does not. Cached:
+    binding a workflow and asking whether it `describes` a goal read the same match each step."""
     parts = PLACEHOLDER.split(description)  # literal, name, literal, name, ..., literal
     pattern = ""
     for i, part in enumerate(parts):
@@ -320,14 +325,14 @@ def _bind_whole(description: str, names: list[str], goal: str) -> dict[str, str]
             pattern += (
                 r"\s+".join(re.escape(word) for word in part.split(" ")) if part.strip() else re.escape(part)
             )
-    match = re.fullmatch(pattern, " ".join(goal.split()), flags=re.DOTALL)
+    match = re.fullmatch(pattern, goal, flags=re.DOTALL)
     if match is None:
-        return {}
+        return ()
     values: dict[str, str] = {}
-    for name, value in zip(names, match.groups(), strict=True):
+    for name, value in zip(parts[1::2], match.groups(), strict=True):
         if values.setdefault(name, value) != value:
-            return {}  # one placeholder, two different values: not this template
-    return values
+            return ()  # one placeholder, two different values: not this template
+    return tuple(values.items())
 
 
 def fill_placeholders(text: str, values: dict[str, str], *, transforms: bool = True) -> str:

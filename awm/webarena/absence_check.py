@@ -26,7 +26,6 @@ _STOP = frozenset(
      "use", "are", "can", "is", "on", "in", "it", "or"}
 )  # fmt: skip
 _ACTIONABLE = frozenset({"link", "button", "textbox", "searchbox", "combobox", "checkbox", "radio", "tab", "menuitem"})
-_KEY = re.compile(r"\(name=([^)]+)\)")  # a field's form key on its line (`observation.field_keys`)
 
 
 def _words(text: str) -> list[str]:
@@ -42,19 +41,18 @@ def contradicted_absence(reason: str, page: PageState) -> str | None:
     """The first element on the page whose name the reason says is missing (its line's head,
     ``[74] link 'NEW TICKET'``), or None: when the reason claims an absence, an actionable element whose
     label's words (two or more) stand in a row in the reason, or a field whose form key's words all are
-    (`name=comment`; not `name=field_cc` for "no comment field"). A one-word label ("new", "Search") is too common a word to read a claim by, and
+    (`PageState.field_keys`: `comment`; not `field_cc` for "no comment field"). A one-word label ("new", "Search") is too common a word to read a claim by, and
     words apart ("the topic is closed, so new replies...") name no 'New topic'."""
     if not _ABSENT.search(reason):
         return None
     said = _words(reason)
-    for line in page.text.splitlines():
-        bid = line[1:].partition("]")[0] if line.startswith("[") else ""
+    for bid in page.ids:  # the elements the page shows, in its order
         desc = page.elements.get(bid)
         if desc is None or desc.role not in _ACTIONABLE:
             continue
         label = _words(desc.label)
-        key = _KEY.search(line)
-        if (len(label) >= 2 and _says(said, label)) or (key is not None and set(_words(key.group(1))) <= set(said)):
+        key = _words(page.field_keys.get(bid, ""))
+        if (len(label) >= 2 and _says(said, label)) or (key and set(key) <= set(said)):
             return f"[{bid}] {desc.role} '{desc.label}'"
     return None
 

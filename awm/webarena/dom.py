@@ -12,6 +12,7 @@ attributes), and the string index -1 (no string) reads as "" (an attribute's val
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,6 +38,15 @@ class PageDom:
     """The whole snapshot, decoded: its documents, the first being the page itself."""
 
     documents: list[DomDocument]
+
+    def elements(self) -> Iterator[tuple[str, dict[str, str | None]]]:
+        """Each node that carries BrowserGym's id, in every document: (its bid, its attributes). What the
+        observation's attribute hints and form keys read (`observation.dom_hints`, `field_keys`)."""
+        for document in self.documents:
+            for pairs in document.attributes:
+                bid = pairs.get("bid")
+                if bid:
+                    yield bid, pairs
 
 
 def _document(raw: dict[str, Any], strings: list[str | None]) -> DomDocument:

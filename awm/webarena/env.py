@@ -70,6 +70,9 @@ class PageState(BaseModel):
     forms: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
     # The ids of its text boxes of several lines (`Observation.multiline`): where a composed text goes.
     multiline: frozenset[str] = Field(default_factory=frozenset, exclude=True, repr=False)
+    # Each text field's form key, its name or id (`Observation.field_keys`): what a field is for where its
+    # label is an instruction ("You may use WikiFormatting here." is the box named `comment`).
+    field_keys: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
     _png: bytes | None = PrivateAttr(default=None)
     _html: str | None = PrivateAttr(default=None)
 
@@ -571,7 +574,7 @@ class BrowserSession:
             last_action_error=redact(sanitize_text(obs.get("last_action_error"), 400)),
             screenshot=shot, snapshot=snapshot, dom=page, secrets=self.secrets,
             properties=obs.get("extra_element_properties") or {}, forms=built.forms,
-            multiline=built.multiline,
+            multiline=built.multiline, field_keys=built.field_keys,
         )  # fmt: skip
         return self.last_page
 

@@ -24,7 +24,7 @@ from awm.trajectory import Approval, Box, StepOutcome
 from awm.webarena.datepicker import MAX_MONTHS, date_asked, day_link, month_link, months_between, shown_month
 from awm.webarena.field_values import field_value
 from awm.webarena.outcomes import EnvCrashError, ExecResult, looks_like_crash
-from awm.webarena.sanitize import sanitize_text
+from awm.webarena.sanitize import plain_words, sanitize_text
 from awm.webarena.slider import ROUNDS, SliderState, presses, read_slider, shown, target_value
 
 
@@ -357,10 +357,6 @@ def _goal_of(session: BrowserSession) -> str:
     return page.goal if page is not None else ""
 
 
-def _plain(text: str) -> str:
-    return " ".join(text.casefold().split()).strip(" .:;,!?*")
-
-
 def own_words_refusal(bid: str, value: str, target: _Target, goal: str) -> ExecResult | None:
     """A fill that types the field's own label or placeholder into it is refused (an action error that
     says so), unless the goal itself states that text; else None.
@@ -371,10 +367,10 @@ def own_words_refusal(bid: str, value: str, target: _Target, goal: str) -> ExecR
     is a copying slip on any site ("Email" into the Email field), never a value a user means, and
     refused, the field stays empty for the value the goal gives.
     """
-    typed = _plain(value)
-    if not typed or typed in _plain(goal):
+    typed = plain_words(value)
+    if not typed or typed in plain_words(goal):
         return None
-    own = {_plain(words) for words in (target.label, target.placeholder, target.aria_label) if words}
+    own = {plain_words(words) for words in (target.label, target.placeholder, target.aria_label) if words}
     if typed not in own:
         return None
     error = (

@@ -239,9 +239,9 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     notes = (
         ["Named in the goal and not done yet: " + "; ".join(c.render() for c in pending)] if pending else []
     )
-    if untyped:
-        in_goal_order = sorted(untyped, key=lambda x: goal.find(x.text))
-        notes.append("Values in the goal not typed yet: " + ", ".join(f"'{x.text}'" for x in in_goal_order))
+    untyped_texts = tuple(x.text for x in sorted(untyped, key=lambda x: goal.find(x.text)))  # in goal order
+    if untyped_texts:
+        notes.append("Values in the goal not typed yet: " + ", ".join(f"'{text}'" for text in untyped_texts))
     case = asked_case(goal)
     miscased = [
         v for v in _field_values(page) if case and any(literal_in(x, v) for x in literals) and not in_case(v, case)
@@ -274,7 +274,6 @@ def guidance(page: PageState, goal: str, history: Sequence[Step]) -> GoalGuidanc
     if closing.waiting:
         waiting |= closing.waiting
         notes.append(closing.note)
-    untyped_texts = tuple(x.text for x in sorted(untyped, key=lambda x: goal.find(x.text)))
     return GoalGuidance(pending, waiting, "\n".join(notes), untyped_texts)
 
 

@@ -32,6 +32,7 @@ from awm.webarena.answer_check import asks_question
 from awm.webarena.env import PageState
 from awm.webarena.fingerprint import ControlState
 from awm.webarena.goal_progress import GoalGuidance, guidance
+from awm.webarena.sanitize import plain_words
 from awm.webarena.workflow_run import CallableWorkflow, page_elements, starts_here
 
 
@@ -128,12 +129,12 @@ def _shows_value(page_text: str, bid: str) -> bool:
 
 
 def typed_own_label(step: Step) -> bool:
-    """Whether the step filled its field with the field's own label (what the executor refuses:
-    `awm.webarena.executor.own_words_refusal`)."""
+    """Whether the step was a fill of its field's own label that the executor refused
+    (`awm.webarena.executor.own_words_refusal`, the same comparison)."""
     args = step.action.get("args") if step.action else None
-    value = str(args.get("value", "")) if isinstance(args, dict) else ""
-    label = step.target.label if step.target is not None else ""
-    return bool(value.strip()) and " ".join(value.casefold().split()) == " ".join(label.casefold().split())
+    value = plain_words(str(args.get("value", ""))) if isinstance(args, dict) else ""
+    label = plain_words(step.target.label) if step.target is not None else ""
+    return step.outcome == "action_error" and bool(value) and value == label
 
 
 def without_spent_choices(
@@ -370,10 +371,15 @@ def infeasible_after_reaction(context: FilterContext, offer: Offer) -> Offer:
 COMPOSED_TEXT_WORDS = 3
 
 
+def is_composed(text: str) -> bool:
+    """Whether a value the goal states is a composed text (`COMPOSED_TEXT_WORDS` words or more)."""
+    return len(text.split()) >= COMPOSED_TEXT_WORDS
+
+
 def typed_not_sent(goal: str, history: Sequence[Step]) -> bool:
     """Whether the last `fill` that typed a text of several words the goal states is followed by no
     click or key press that worked: the text is in its field, and nothing has sent it yet."""
-    texts = [x.text.casefold() for x in extract_goal_literals(goal) if len(x.text.split()) >= COMPOSED_TEXT_WORDS]
+    texts = [x.text.casefold() for x in extract_goal_literals(goal) if is_composed(x.text)]
     typed = [
         i
         for i, step in enumerate(history)
@@ -395,7 +401,7 @@ def ending_before_composed_text(context: FilterContext, offer: Offer) -> Offer:
 
     Why: measured on the arena's comment-ticket (Trac, instances 2 and 3): logged in, on the ticket's
     page, its comment box empty and the comment not typed, the 1.5B model reported the page had no
-    comment field (4 of 4 episodes); with only giving up held, it sent the comment as its message to the
+    comment field (5 of 5 episodes); with only giving up held, it sent the comment as its message to the
     user; with both held, it typed the comment into the box and reported it "already filled". Why it
     holds on an ordinary site: a sentence the user asks to post reaches the site only by being typed and
     sent, and a box of several lines is where a site takes one; a site that does not let this user post
@@ -407,7 +413,7 @@ def ending_before_composed_text(context: FilterContext, offer: Offer) -> Offer:
     if not context.ends_itself or offer.names is None or asks_question(context.goal):
         return offer
     page = context.page
-    untyped = any(len(text.split()) >= COMPOSED_TEXT_WORDS for text in context.goal_state.untyped) and any(
+    untyped = any(is_composed(text) for text in context.goal_state.untyped) and any(
         "disabled" not in page.flags(bid) for bid in page.multiline if bid in page.elements
     )
     if not untyped and not typed_not_sent(context.goal, context.history):

@@ -81,6 +81,7 @@ class Line:
     table_row: int = -1  # a text line in a cell: which table row (a number per row walked), -1 outside one
     form: str = ""  # the enclosing form's AXTree node id ("" outside any form): which fields a button submits
     multiline: bool = False  # a text box of several lines (a textarea): where a composed text is typed
+    field_key: str = ""  # a text field's form key, its name or id (`field_keys`); "" for anything else
 
 
 @dataclass
@@ -106,6 +107,11 @@ class Observation:
         """The ids of the page's text boxes of several lines (`Line.multiline`)."""
         return frozenset(line.bid for line in self.lines if line.bid and line.multiline)
 
+    @property
+    def field_keys(self) -> dict[str, str]:
+        """Each text field with a form key: its id -> the key (`Line.field_key`)."""
+        return {line.bid: line.field_key for line in self.lines if line.bid and line.field_key}
+
 
 def estimate_tokens(text: str) -> int:
     """Cheap token estimate (~3.2 characters per token on these pages); exact counts come from tiktoken."""
@@ -130,37 +136,33 @@ def dom_hints(dom: PageDom | None) -> dict[str, str]:
     if dom is None:
         return {}
     hints: dict[str, str] = {}
-    for document in dom.documents:
-        for pairs in document.attributes:
-            bid = pairs.get("bid")
-            if not bid:
-                continue
-            parts: list[str] = []
-            for name in _HINT_ATTRS:
-                if pairs.get(name):
-                    parts.append(f"{name}={pairs[name]}")
-            for name, value in pairs.items():
-                if name.startswith("data-") and value and len(value) <= 30 and not name.startswith("data-bs"):
-                    parts.append(f"{name}={value}")
-            style = pairs.get("style") or ""
-            if "background" in style:
-                for decl in style.split(";"):
-                    prop, _, value = decl.partition(":")
-                    if prop.strip() in ("background-color", "background") and value.strip():
-                        parts.append(f"background={value.strip()}")
-            if not parts:  # last resort: the author's own names for the element
-                parts = [
-                    f"{name}={pairs[name]}" for name in ("id", "class") if 0 < len(pairs.get(name) or "") <= 30
-                ]
-            seen_values: set[str] = set()
-            unique = []
-            for part in parts:
-                value = part.split("=", 1)[1]
-                if value not in seen_values:
-                    seen_values.add(value)
-                    unique.append(part)
-            if unique:
-                hints[bid] = " ".join(unique)
+    for bid, pairs in dom.elements():
+        parts: list[str] = []
+        for name in _HINT_ATTRS:
+            if pairs.get(name):
+                parts.append(f"{name}={pairs[name]}")
+        for name, value in pairs.items():
+            if name.startswith("data-") and value and len(value) <= 30 and not name.startswith("data-bs"):
+                parts.append(f"{name}={value}")
+        style = pairs.get("style") or ""
+        if "background" in style:
+            for decl in style.split(";"):
+                prop, _, value = decl.partition(":")
+                if prop.strip() in ("background-color", "background") and value.strip():
+                    parts.append(f"background={value.strip()}")
+        if not parts:  # last resort: the author's own names for the element
+            parts = [
+                f"{name}={pairs[name]}" for name in ("id", "class") if 0 < len(pairs.get(name) or "") <= 30
+            ]
+        seen_values: set[str] = set()
+        unique = []
+        for part in parts:
+            value = part.split("=", 1)[1]
+            if value not in seen_values:
+                seen_values.add(value)
+                unique.append(part)
+        if unique:
+            hints[bid] = " ".join(unique)
     return hints
 
 
@@ -171,18 +173,16 @@ def field_keys(dom: PageDom | None) -> dict[str, str]:
     comment box is labelled "You may use WikiFormatting here.", a card number's placeholder is
     "1234 5678 9012 3456", a forum's answer box "Be kind.". Measured on the arena's comment-ticket: with
     the comment box on the page and the comment not typed yet, the model reported that the ticket page
-    had no comment field (4 of 4 episodes). The key the page's author gave the field (``comment``,
+    had no comment field (5 of 5 episodes). The key the page's author gave the field (``comment``,
     ``card``) says what it is on any site; `_Builder.emit_element` shows it where the label does not.
     """
     if dom is None:
         return {}
     out: dict[str, str] = {}
-    for document in dom.documents:
-        for pairs in document.attributes:
-            bid = pairs.get("bid")
-            key = next((pairs[name] for name in ("name", "id") if 3 <= len(pairs.get(name) or "") <= 30), None)
-            if bid and key and re.search(r"[A-Za-z]{3}", key):
-                out[bid] = key
+    for bid, pairs in dom.elements():
+        key = next((pairs[name] for name in ("name", "id") if 3 <= len(pairs.get(name) or "") <= 30), None)
+        if key and re.search(r"[A-Za-z]{3}", key):
+            out[bid] = key
     return out
 
 
@@ -469,14 +469,14 @@ class _Builder:
         if "expanded" in props:
             flags.append("expanded" if props["expanded"] else "collapsed")
         text = f"[{bid}] {shown_role}" + (f" '{label}'" if label else "")
+        field_key = sanitize_text(self.field_keys.get(bid, ""), self.name_chars) if role in OPAQUE_ROLES else ""
         hint = ""
         if kind:
             hint = f" ({kind})"
             text += hint
-        elif label and role in OPAQUE_ROLES and bid in self.field_keys:
-            if not names_the_field(label, self.field_keys[bid]):
-                hint = f" (name={sanitize_text(self.field_keys[bid], self.name_chars)})"
-                text += hint
+        elif label and field_key and not names_the_field(label, field_key):
+            hint = f" (name={field_key})"
+            text += hint
         elif not label and bid in self.hints:
             where = sanitize_text(within, _WITHIN_CHARS) if within.strip() else ""
             hint = f" ({sanitize_text(self.hints[bid], self.name_chars)}" + (f", in '{where}')" if where else ")")
@@ -497,6 +497,7 @@ class _Builder:
             text=text, frame=frame, bid=bid, role=shown_role, label=label, key=f"{shown_role}:{label}:{bid}",
             value=value, flags=tuple(flags), offscreen=offscreen, hint=hint, row=row,
             form=self.forms[-1] if self.forms else "", multiline=props.get("multiline") in (True, "true"),
+            field_key=field_key,
         )  # fmt: skip
         self.lines.append(line)
         return label_source

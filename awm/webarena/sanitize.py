@@ -61,6 +61,14 @@ def sanitize_text(text: object, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     return value
 
 
+def plain_words(text: str) -> str:
+    """A text as words to compare: case folded, spaces collapsed, no punctuation at its ends. What tells
+    that a typed value is a field's own label ("You may use WikiFormatting here" and the label
+    "You may use WikiFormatting here.") for the executor's refusal and the filter that keeps such a
+    field offered (`executor.own_words_refusal`, `guidance_filters.typed_own_label`)."""
+    return " ".join(text.casefold().split()).strip(" .:;,!?*")
+
+
 def quote(text: object, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """Sanitize and wrap in single quotes, the form names and values take in observation lines."""
     return f"'{sanitize_text(text, max_chars)}'"
