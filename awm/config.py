@@ -99,6 +99,7 @@ GUIDANCE_FILTERS = (
     "first_step_infeasible",
     "infeasible_after_reaction",
     "ending_before_composed_text",
+    "sending_composed_text",
     "no_page_to_go_back_to",
     "repeated_plain_actions",
     "completed_workflows",

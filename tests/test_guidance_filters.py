@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -42,6 +42,7 @@ from awm.webarena.guidance_filters import (
     parts_in_order,
     refused_workflows,
     repeated_plain_actions,
+    sending_composed_text,
     spent_choices,
     undoing_clicks,
     unstartable_workflows,
@@ -215,6 +216,9 @@ def test_ending_before_composed_text_holds_the_endings_while_a_sentence_waits_fo
     assert ending_before_composed_text(context(page, [typed], ends_itself=True), offer).names == ["fill", "click"]
     sent = [typed, done("click", {"bid": "32"})]  # typed and posted: both endings come back
     assert ending_before_composed_text(context(page, sent, ends_itself=True), offer) == offer
+    still_there = reply_page([*lines[:2], ("31", "textbox", "Be kind.", " value='Lovely beds, what soil did you use?'"), lines[3]])
+    previewed = ending_before_composed_text(context(still_there, sent, ends_itself=True), offer)
+    assert previewed.names == ["fill", "click"]  # clicked, and the box still holds it: not sent
     mistyped = reply_page([*lines[:2], ("31", "textbox", "Be kind.", " value='Be kind.'"), lines[3]])
     assert ending_before_composed_text(context(mistyped, ends_itself=True), offer).names == ["fill", "click"]
     one_line = page.model_copy(update={"multiline": frozenset()})
@@ -224,6 +228,51 @@ def test_ending_before_composed_text_holds_the_endings_while_a_sentence_waits_fo
     asked = reply_page(lines, goal='Who wrote the comment "Lovely beds, what soil did you use?"?')
     assert ending_before_composed_text(context(asked, ends_itself=True), offer) == offer  # a question: what to find
     assert ending_before_composed_text(context(page, ends_itself=False), offer) == offer
+
+
+def test_sending_composed_text_keeps_the_agent_in_the_form_until_its_button_sends_the_text() -> None:
+    """A blog post's reply form: the goal's comment typed into the reply box (several lines, in the reply
+    form), and the box still holds it. The site's search box and its links are held, the form's help link
+    and the box's resize grip too, and so is going back; the form's box and its buttons stay, and the
+    note names the buttons. A button clicked since that left the text in the box (Preview) is held and
+    named as such. Once the box is empty (posted), or where the text went into the one-line search box
+    only, or on a page without forms, nothing is held."""
+    goal = 'Reply to the post "Moving the garden beds" with the comment "Lovely beds, what soil did you use?".'
+    box = ("31", "textbox", "Be kind.", " value='Lovely beds, what soil did you use?'")
+    lines = [
+        ("20", "textbox", "Search", ""), ("21", "link", "Home", ""), ("30", "heading", "Moving the garden beds", ""),
+        box, ("32", "button", "Preview", ""), ("33", "button", "Post reply", ""), ("34", "link", "Markdown help", ""),
+        ("35", "clickable", "", ""),
+    ]  # fmt: skip
+    forms = {"20": "search", "31": "reply", "32": "reply", "33": "reply", "34": "reply", "35": "reply"}
+
+    def reply_page(rows: list[tuple[str, str, str, str]], form_keys: dict[str, str] = forms) -> PageState:
+        return shop_page(rows, goal=goal).model_copy(update={"multiline": frozenset({"31"}), "forms": form_keys})
+
+    page = reply_page(lines)
+    names = ["fill", "click", "go_back", "scroll", "send_msg_to_user"]
+    offer = replace(every_id(page), names=names, note="a note")
+    typed = done("fill", {"bid": "31", "value": "Lovely beds, what soil did you use?"})
+    left = sending_composed_text(context(page, [typed], ends_itself=True), offer)
+    assert left.ids_for is not None
+    assert left.ids_for["fill"] == ["31"] and left.ids_for["click"] == ["31", "32", "33"]
+    assert left.names == ["fill", "click", "scroll", "send_msg_to_user"]
+    assert left.note == (
+        "a note\nThe goal's text is typed in [31] and not sent yet: its form sends it with [32] 'Preview', [33] 'Post reply'."
+    )
+    grip = done("click", {"bid": "35"}, target=TargetDesc(role="clickable"))  # the box's resize grip
+    assert sending_composed_text(context(page, [typed, grip], ends_itself=True), offer) == left
+    preview = done("click", {"bid": "32"}, target=TargetDesc(role="button", label="Preview"))
+    previewed = sending_composed_text(context(page, [typed, preview], ends_itself=True), offer)
+    assert previewed.ids_for is not None and previewed.ids_for["click"] == ["31", "33"]
+    assert previewed.note.endswith("its form sends it with [33] 'Post reply' ('Preview' left it in the box).")
+    posted = reply_page([*lines[:3], box[:3] + ("",), *lines[4:]])  # the box is empty again
+    post = done("click", {"bid": "33"}, target=TargetDesc(role="button", label="Post reply"))
+    assert sending_composed_text(context(posted, [typed, post], ends_itself=True), offer) == offer
+    in_search = done("fill", {"bid": "20", "value": "Lovely beds, what soil did you use?"})
+    only_search = reply_page([*lines[:3], box[:3] + ("",), *lines[4:]])
+    assert sending_composed_text(context(only_search, [in_search], ends_itself=True), offer) == offer
+    assert sending_composed_text(context(reply_page(lines, {}), [typed], ends_itself=True), offer) == offer
 
 
 def test_no_page_to_go_back_to_holds_go_back_until_the_episode_left_its_first_page() -> None:

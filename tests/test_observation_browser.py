@@ -66,6 +66,7 @@ def test_a_field_whose_label_does_not_name_it_shows_the_forms_key_for_it(base_ur
     assert page.multiline == {by_label["Be kind. Markdown works here."]}  # the textarea, not the inputs
     assert page.field_keys[by_label["Be kind. Markdown works here."]] == "comment"  # kept, shown or not
     assert page.field_keys[by_label["Cc:"]] == "field_cc"
+    assert page.forms[by_label["Be kind. Markdown works here."]] == page.forms[by_label["Post reply"]] != ""
 
 
 def test_typing_a_fields_own_label_into_it_is_refused_unless_the_goal_states_it(base_url: str) -> None:
@@ -77,6 +78,7 @@ def test_typing_a_fields_own_label_into_it_is_refused_unless_the_goal_states_it(
         box = next(bid for bid, d in page.elements.items() if d.label == "Be kind. Markdown works here.")
         slip = session.execute(Action(name="fill", args={"bid": box, "value": "Be kind. Markdown works here."}))
         assert slip.outcome == "action_error" and "the field's own label" in slip.error
+        assert slip.error.endswith("type the text the goal gives ('Lovely beds!')")  # what to type instead
         assert session.observe().snapshot.controls[box].value in (None, "")
         assert session.execute(Action(name="fill", args={"bid": box, "value": "Lovely beds!"})).outcome == "ok"
     with BrowserSession(SETTINGS) as session:

@@ -14,6 +14,7 @@ import importlib
 import io
 import logging
 import os
+import re
 import struct
 import threading
 import time
@@ -84,6 +85,16 @@ class PageState(BaseModel):
         head = f"[{bid}] "
         line = next((ln for ln in self.text.splitlines() if ln.startswith(head)), "")
         return tuple(word.strip() for word in line.split(",")[1:])
+
+    def value(self, bid: str) -> str | None:
+        """The element's current value as the page shows it (sanitized, at most a line's length; None:
+        no value), from the page snapshot, else from its observation line (`value='...'`)."""
+        if self.snapshot is not None and bid in self.snapshot.controls:
+            return self.snapshot.controls[bid].value
+        head = f"[{bid}] "
+        line = next((ln for ln in self.text.splitlines() if ln.startswith(head)), "")
+        shown = re.search(r" value='([^']*)'", line)
+        return shown.group(1) if shown else None
 
     def box(self, bid: str | None) -> Box | None:
         """The element's box on this page's screenshot, in its pixels (BrowserGym scales `bbox` as it

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from awm.actions import ACTION_SETS, Action, render_action
 from awm.gate import ControlInfo
+from awm.goal_values import extract_goal_literals
 from awm.secrets import Secrets
 from awm.trajectory import Approval, Box, StepOutcome
 from awm.webarena.datepicker import MAX_MONTHS, date_asked, day_link, month_link, months_between, shown_month
@@ -365,7 +366,9 @@ def own_words_refusal(bid: str, value: str, target: _Target, goal: str) -> ExecR
     "You may use WikiFormatting here." with "You may use WikiFormatting here.", after which the box was
     no longer empty and it reported there was no comment field. Typing what a field says about itself
     is a copying slip on any site ("Email" into the Email field), never a value a user means, and
-    refused, the field stays empty for the value the goal gives.
+    refused, the field stays empty for the value the goal gives. The error names the texts the goal
+    quotes (at most three, in its order): measured on comment-ticket instance 2, told only "type the text
+    the goal gives", the model typed the label a third time and the loop stop ended the episode.
     """
     typed = plain_words(value)
     if not typed or typed in plain_words(goal):
@@ -373,9 +376,11 @@ def own_words_refusal(bid: str, value: str, target: _Target, goal: str) -> ExecR
     own = {plain_words(words) for words in (target.label, target.placeholder, target.aria_label) if words}
     if typed not in own:
         return None
+    given = [x.text for x in extract_goal_literals(goal) if x.kind == "quoted" and plain_words(x.text) not in own]
+    offered = " or ".join(f"'{sanitize_text(text, 80)}'" for text in given[:3])
     error = (
         f"{_describe(bid, target=target)}: '{sanitize_text(value, 60)}' is the field's own label, not a "
-        "value; type the text the goal gives"
+        "value; type the text the goal gives" + (f" ({offered})" if offered else "")
     )
     return ExecResult(outcome="action_error", error=error)
 

@@ -32,7 +32,7 @@ from awm.webarena.answer_check import asks_question
 from awm.webarena.env import PageState
 from awm.webarena.fingerprint import ControlState
 from awm.webarena.goal_progress import GoalGuidance, guidance
-from awm.webarena.sanitize import plain_words
+from awm.webarena.sanitize import ELLIPSIS, plain_words, sanitize_text
 from awm.webarena.workflow_run import CallableWorkflow, page_elements, starts_here
 
 
@@ -376,19 +376,47 @@ def is_composed(text: str) -> bool:
     return len(text.split()) >= COMPOSED_TEXT_WORDS
 
 
-def typed_not_sent(goal: str, history: Sequence[Step]) -> bool:
-    """Whether the last `fill` that typed a text of several words the goal states is followed by no
-    click or key press that worked: the text is in its field, and nothing has sent it yet."""
-    texts = [x.text.casefold() for x in extract_goal_literals(goal) if is_composed(x.text)]
-    typed = [
-        i
+def _composed_fills(goal: str, history: Sequence[Step]) -> list[tuple[int, str]]:
+    """(step index, text) for each `fill` of this episode that worked and typed a text of several words
+    the goal states."""
+    texts = [x.text for x in extract_goal_literals(goal) if is_composed(x.text)]
+    return [
+        (i, text)
         for i, step in enumerate(history)
         if step.outcome == "ok" and step.action and step.action.get("name") == "fill"
-        and any(text in value.casefold() for text in texts for value in action_values(step))
+        for text in texts
+        if any(text.casefold() in value.casefold() for value in action_values(step))
     ]  # fmt: skip
-    if not typed:
+
+
+def _holds(shown: str | None, text: str) -> bool:
+    """Whether a field's shown value (sanitized, cut to a line's length) is, or holds, `text`."""
+    if not shown:
         return False
-    after = history[typed[-1] + 1 :]
+    value, wanted = shown.casefold(), sanitize_text(text, 0).casefold()
+    return wanted in value or (value.endswith(ELLIPSIS) and wanted.startswith(value.removesuffix(ELLIPSIS)))
+
+
+def box_holding_typed_text(goal: str, page: PageState, history: Sequence[Step]) -> str | None:
+    """The id of a text box of several lines on this page that holds a text of several words the goal
+    states, typed by a `fill` of this episode: typed and not sent yet; else None. A site clears the box
+    (or leaves the page) once the text is posted; a preview, a resize grip or a help link leaves it there."""
+    typed = {text for _, text in _composed_fills(goal, history)}
+    return next(
+        (bid for bid in page.ids if bid in page.multiline and any(_holds(page.value(bid), t) for t in typed)), None
+    )
+
+
+def typed_not_sent(goal: str, history: Sequence[Step], page: PageState) -> bool:
+    """Whether a text of several words the goal states is typed and not sent yet: a box of several lines
+    here holds it (`box_holding_typed_text`), or its last `fill` is followed by no click or key press
+    that worked (a one-line field that holds it)."""
+    if box_holding_typed_text(goal, page, history) is not None:
+        return True
+    fills = _composed_fills(goal, history)
+    if not fills:
+        return False
+    after = history[fills[-1][0] + 1 :]
     return not any(s.outcome == "ok" and s.action and s.action.get("name") in ("click", "press") for s in after)
 
 
@@ -396,8 +424,8 @@ def ending_before_composed_text(context: FilterContext, offer: Offer) -> Offer:
     """Holds the endings (`report_infeasible`, `send_msg_to_user`), where the agent ends the task itself,
     while a text of several words the goal states is not on the site yet: neither typed nor shown on any
     page so far (`GoalGuidance.untyped`) while the page has a text box of several lines (a textarea,
-    `PageState.multiline`) that takes text, or typed with no click or key press since
-    (`typed_not_sent`); every other action stays.
+    `PageState.multiline`) that takes text, or typed and not sent: a box of several lines still holds
+    it, or no click or key press ran since (`typed_not_sent`); every other action stays.
 
     Why: measured on the arena's comment-ticket (Trac, instances 2 and 3): logged in, on the ticket's
     page, its comment box empty and the comment not typed, the 1.5B model reported the page had no
@@ -416,9 +444,66 @@ def ending_before_composed_text(context: FilterContext, offer: Offer) -> Offer:
     untyped = any(is_composed(text) for text in context.goal_state.untyped) and any(
         "disabled" not in page.flags(bid) for bid in page.multiline if bid in page.elements
     )
-    if not untyped and not typed_not_sent(context.goal, context.history):
+    if not untyped and not typed_not_sent(context.goal, context.history, page):
         return offer
     return replace(offer, names=[n for n in offer.names if n not in ("report_infeasible", "send_msg_to_user")])
+
+
+# What acts on an element and so may leave a form, or type a text into another one (`sending_composed_text`).
+ELEMENT_ACTIONS = ("click", "press", "fill", "select_option", "check", "uncheck", "select_text")
+# Inside a form, what is no field and no button: a link leaves the page, a clickable box (a resize grip,
+# a help toggle) sends nothing (`sending_composed_text`).
+LEAVING_ROLES = frozenset({"link", "clickable"})
+
+
+def sending_composed_text(context: FilterContext, offer: Offer) -> Offer:
+    """While a box of several lines in a form holds a text of several words the goal states, typed this
+    episode (`box_holding_typed_text`): holds every element outside that form and the form's links and
+    clickable boxes (`LEAVING_ROLES`), a button of the form already clicked since the text was typed
+    (it left the text unsent: a preview), and `go_back`; and tells the model which of the form's buttons
+    send it ("its form sends it with [313] 'Submit changes'"). The form's own fields, its other buttons
+    and scrolling stay. With every button of the form clicked already, they all stay.
+
+    Why: measured on the arena's comment-ticket (Trac, instance 3, e57ca5f): the 1.5B model typed the
+    comment into the ticket's comment box, then typed it into the site's search box as well, scrolled,
+    went back to the ticket list and reached the step limit; "Submit changes" was never clicked. With
+    what lies outside the form held, it clicked the box's resize grip, and then "Preview" (instances 2
+    and 3), after which the box still held the comment and it reported the box "already filled". Why it
+    holds on an ordinary website: a message, a review or a reply typed into a box of several lines
+    reaches the site only through its form's button, leaving the form (a link, another form's field,
+    going back) loses what was typed, and a site clears the box once the text is posted, so a button
+    that left it in the box did not post it. A page without forms (`PageState.forms` empty: a
+    script-driven page) says nothing of which button sends, and nothing is held there.
+    """
+    page = context.page
+    box = box_holding_typed_text(context.goal, page, context.history)
+    form = page.forms.get(box, "") if box is not None else ""
+    if not form:
+        return offer
+    outside = {
+        bid for bid in page.ids if page.forms.get(bid) != form or page.elements[bid].role in LEAVING_ROLES
+    }  # fmt: skip
+    buttons = [bid for bid in page.ids if bid not in outside and page.elements[bid].role == "button"]
+    since = _composed_fills(context.goal, context.history)[-1][0]
+    clicked = {
+        step.target.label
+        for step in context.history[since + 1 :]
+        if step.outcome == "ok" and step.target is not None and (step.action or {}).get("name") == "click"
+    }
+    tried = {bid for bid in buttons if page.elements[bid].label in clicked}
+    if tried != set(buttons):
+        outside |= tried
+        buttons = [bid for bid in buttons if bid not in tried]
+    offer = offer.without_ids(outside, ELEMENT_ACTIONS, page.ids)
+    if offer.names is not None:
+        offer = replace(offer, names=[n for n in offer.names if n != "go_back"])
+    named = [f"[{bid}] '{page.elements[bid].label}'" for bid in buttons if page.elements[bid].label]
+    if not named:
+        return offer
+    sent = f"The goal's text is typed in [{box}] and not sent yet: its form sends it with " + ", ".join(named)
+    left = sorted({f"'{page.elements[bid].label}'" for bid in tried if bid in outside})
+    sent += f" ({', '.join(left)} left it in the box)." if left else "."
+    return replace(offer, note="\n".join(part for part in (offer.note, sent) if part))
 
 
 def no_page_to_go_back_to(context: FilterContext, offer: Offer) -> Offer:
@@ -603,6 +688,7 @@ FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(first_step_infeasible, role_aware_only=False),
     GuidanceFilter(infeasible_after_reaction, role_aware_only=False),
     GuidanceFilter(ending_before_composed_text, role_aware_only=False),
+    GuidanceFilter(sending_composed_text, gives_way=True),
     GuidanceFilter(no_page_to_go_back_to, role_aware_only=False),
     GuidanceFilter(repeated_plain_actions, gives_way=True),
     GuidanceFilter(completed_workflows, role_aware_only=False),
