@@ -273,6 +273,10 @@ def test_sending_composed_text_keeps_the_agent_in_the_form_until_its_button_send
     only_search = reply_page([*lines[:3], box[:3] + ("",), *lines[4:]])
     assert sending_composed_text(context(only_search, [in_search], ends_itself=True), offer) == offer
     assert sending_composed_text(context(reply_page(lines, {}), [typed], ends_itself=True), offer) == offer
+    # The post's title typed into the box (it was on the page before: a name, not a text to post).
+    titled = reply_page([*lines[:3], ("31", "textbox", "Be kind.", " value='Moving the garden beds'"), *lines[4:]])
+    title = done("fill", {"bid": "31", "value": "Moving the garden beds"}, observation=titled.text)
+    assert sending_composed_text(context(titled, [title], ends_itself=True), offer) == offer
 
 
 def test_no_page_to_go_back_to_holds_go_back_until_the_episode_left_its_first_page() -> None:

@@ -71,7 +71,8 @@ def test_a_field_whose_label_does_not_name_it_shows_the_forms_key_for_it(base_ur
 
 def test_typing_a_fields_own_label_into_it_is_refused_unless_the_goal_states_it(base_url: str) -> None:
     """The reply box labelled "Be kind. Markdown works here." refuses that very text (the model's copying
-    slip on Trac's comment box), takes the goal's comment, and takes its label where the goal states it."""
+    slip on Trac's comment box) and names the goal's quoted texts the page does not show, takes the goal's
+    comment, and takes its label where the goal states it."""
     goal = "Reply to the post with the comment 'Lovely beds!'"
     with BrowserSession(SETTINGS) as session:
         page = session.reset(_task(base_url, "reply_box", goal))
@@ -81,6 +82,11 @@ def test_typing_a_fields_own_label_into_it_is_refused_unless_the_goal_states_it(
         assert slip.error.endswith("type the text the goal gives ('Lovely beds!')")  # what to type instead
         assert session.observe().snapshot.controls[box].value in (None, "")
         assert session.execute(Action(name="fill", args={"bid": box, "value": "Lovely beds!"})).outcome == "ok"
+    with BrowserSession(SETTINGS) as session:  # a quoted text the page shows (the post's title) is not offered
+        page = session.reset(_task(base_url, "reply_box", "Reply to 'Moving the garden beds' with 'Lovely beds!'"))
+        box = next(bid for bid, d in page.elements.items() if d.label == "Be kind. Markdown works here.")
+        slip = session.execute(Action(name="fill", args={"bid": box, "value": "Be kind. Markdown works here."}))
+        assert slip.error.endswith("type the text the goal gives ('Lovely beds!')")
     with BrowserSession(SETTINGS) as session:
         page = session.reset(_task(base_url, "reply_box", "Type 'Be kind. Markdown works here.' into the reply box."))
         box = next(bid for bid, d in page.elements.items() if d.label == "Be kind. Markdown works here.")

@@ -320,7 +320,7 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
             if typed is not None:
                 name = secrets.named_in_password_field(value)
                 return _Prepared([typed], note=f"typed the secret {{{name}}}", target=target)
-        refused_own = own_words_refusal(bid, value, target, _goal_of(session))
+        refused_own = own_words_refusal(bid, value, target, _goal_of(session), _page_text_of(session))
         if refused_own is not None:
             return _Prepared([], refused_own, target=target)
         if target.tag not in ("input", "textarea", "select") or target.type == "range":
@@ -358,7 +358,13 @@ def _goal_of(session: BrowserSession) -> str:
     return page.goal if page is not None else ""
 
 
-def own_words_refusal(bid: str, value: str, target: _Target, goal: str) -> ExecResult | None:
+def _page_text_of(session: BrowserSession) -> str:
+    """The text of the page the agent decided on ("" before the first observation)."""
+    page = getattr(session, "last_page", None)
+    return page.text if page is not None else ""
+
+
+def own_words_refusal(bid: str, value: str, target: _Target, goal: str, page_text: str = "") -> ExecResult | None:
     """A fill that types the field's own label or placeholder into it is refused (an action error that
     says so), unless the goal itself states that text; else None.
 
@@ -367,8 +373,10 @@ def own_words_refusal(bid: str, value: str, target: _Target, goal: str) -> ExecR
     no longer empty and it reported there was no comment field. Typing what a field says about itself
     is a copying slip on any site ("Email" into the Email field), never a value a user means, and
     refused, the field stays empty for the value the goal gives. The error names the texts the goal
-    quotes (at most three, in its order): measured on comment-ticket instance 2, told only "type the text
-    the goal gives", the model typed the label a third time and the loop stop ended the episode.
+    quotes and the page does not show (at most three, in its order): measured on comment-ticket
+    instance 2, told only "type the text the goal gives", the model typed the label a third time and the
+    loop stop ended the episode; on reassign-ticket, told the ticket's title (shown on its page), it
+    typed the title into the comment box.
     """
     typed = plain_words(value)
     if not typed or typed in plain_words(goal):
@@ -376,7 +384,12 @@ def own_words_refusal(bid: str, value: str, target: _Target, goal: str) -> ExecR
     own = {plain_words(words) for words in (target.label, target.placeholder, target.aria_label) if words}
     if typed not in own:
         return None
-    given = [x.text for x in extract_goal_literals(goal) if x.kind == "quoted" and plain_words(x.text) not in own]
+    shown = page_text.casefold()  # a quoted text the page shows names a thing here (a title), not one to type
+    given = [
+        x.text
+        for x in extract_goal_literals(goal)
+        if x.kind == "quoted" and plain_words(x.text) not in own and sanitize_text(x.text, 0).casefold() not in shown
+    ]
     offered = " or ".join(f"'{sanitize_text(text, 80)}'" for text in given[:3])
     error = (
         f"{_describe(bid, target=target)}: '{sanitize_text(value, 60)}' is the field's own label, not a "

@@ -378,7 +378,8 @@ def is_composed(text: str) -> bool:
 
 def _composed_fills(goal: str, history: Sequence[Step]) -> list[tuple[int, str]]:
     """(step index, text) for each `fill` of this episode that worked and typed a text of several words
-    the goal states."""
+    the goal states that no page had shown before it: a text to post, not the name of a thing the site
+    has (a ticket's title, typed into the comment box, is shown on the ticket's page)."""
     texts = [x.text for x in extract_goal_literals(goal) if is_composed(x.text)]
     return [
         (i, text)
@@ -386,6 +387,7 @@ def _composed_fills(goal: str, history: Sequence[Step]) -> list[tuple[int, str]]
         if step.outcome == "ok" and step.action and step.action.get("name") == "fill"
         for text in texts
         if any(text.casefold() in value.casefold() for value in action_values(step))
+        and not any(sanitize_text(text, 0).casefold() in seen.observation.casefold() for seen in history[: i + 1])
     ]  # fmt: skip
 
 
