@@ -17,7 +17,7 @@ from awm.webarena.env import BrowserSession
 from awm.webarena.harness import HarnessConfig, run_episode
 from awm.webarena.policies import ScriptedPolicy
 from awm.webarena.tasks import resolve_tasks
-from awm.webarena.workflow_run import callable_workflows, catalog, not_executable
+from awm.webarena.workflow_run import callable_workflows, catalog, not_executable, same_number
 
 SIGN_IN = Workflow(
     name="sign in",
@@ -226,6 +226,42 @@ def test_renamed_button_is_found_by_the_structural_fallback_only_because_it_is_t
     assert call.completed, call.error
     click = [s for s in trajectory.steps if s.called_by == 0][-1]
     assert "only_in_scope" in click.grounding and "Continue" in click.grounding
+
+
+SET_PRICE = Workflow(
+    name="set price",
+    description="Change the price to ${price}.",
+    parameters=["price"],
+    steps=[
+        WorkflowStep(
+            action="fill",
+            target=TargetDesc(role="spinbutton", label="Price:"),
+            value="{price}",
+            post=StepCheck(kind="value_is", value="{price}"),
+        ),
+        WorkflowStep(action="click", target=TargetDesc(role="button", label="Save"), post=StepCheck(kind="text_appears", value="Saved")),
+    ],
+)
+
+
+def test_a_number_is_the_same_value_however_its_decimals_are_written() -> None:
+    assert same_number("12.5", "12.50") and same_number("109", "109.00") and same_number("-3", "-3.0")
+    assert not same_number("12.5", "12.05") and not same_number("1200", "1,200") and not same_number("12 kg", "12")
+    assert not same_number("", "0") and not same_number("555-0100", "555-0100.0")
+
+
+@pytest.mark.browser
+def test_a_price_typed_into_a_number_field_passes_its_check_as_the_number_the_field_reads(
+    session: BrowserSession, base_url: str
+) -> None:
+    """The accessibility tree reads "12.50" in a number field as 12.5: the fill's `value_is` check holds."""
+    task = _page_task(base_url, "wf_price")
+    task.meta["task_kwargs"]["goal"] = "Change the price to $12.50."
+    trajectory, _ = _call(session, task, SET_PRICE, "run_workflow('set price', {})")
+    [call] = trajectory.workflow_calls
+    assert call.completed, call.error
+    fill = next(s for s in trajectory.steps if s.called_by == 0)
+    assert fill.action["args"]["value"] == "12.50"  # type: ignore[index]
 
 
 @pytest.mark.browser
