@@ -1,5 +1,6 @@
-"""An infeasible report that says something is missing, checked against a forum page (not a benchmark
-page): contradicted by an element of that name, by a field's form key, and not by a one-word label or a
+"""An infeasible report that says something is missing, checked against a forum page and a store's order
+page (not benchmark pages): contradicted by an element of that name, by a field's form key, by a heading,
+text or table cell of that name, and not by a one-word label, a text the page says is absent, or a
 reason that claims no absence; and the harness refusing such a report once, in Chromium."""
 
 from __future__ import annotations
@@ -45,6 +46,41 @@ def test_a_reason_the_page_does_not_contradict_stands() -> None:
     assert contradicted_absence("The topic is closed, so new replies are not accepted.", page) is None  # 'new': one word
     assert contradicted_absence("You may not delete other members' topics.", page) is None  # nothing by that name
     assert contradicted_absence("The reply was already posted as a new topic.", page) is None  # claims no absence
+
+
+ORDER_PAGE = """[15] link 'My Store'
+[40] link 'Orders'
+heading 'Order #1042'
+Order information
+Order Total | Date of purchase | Status
+$54.99 | Nov. 5, 2026 | Shipped
+heading 'Order Details'
+[125] link 'Order contents'
+heading 'Payment Events'
+No payment events.
+Thank you for shopping with us, we hope to see you again soon"""
+
+
+def order_page() -> PageState:
+    elements = {"15": TargetDesc(role="link", label="My Store"), "40": TargetDesc(role="link", label="Orders"),
+                "125": TargetDesc(role="link", label="Order contents")}  # fmt: skip
+    return PageState(text=ORDER_PAGE, ids=list(elements), elements=elements, url="http://store.test/o/1042", goal="", fingerprint="fp")
+
+
+def test_a_reason_that_says_a_text_the_page_shows_is_missing_is_contradicted() -> None:
+    page = order_page()
+    said = contradicted_absence("The current page does not show any order information.", page)
+    assert said == "the text 'Order information'"
+    assert contradicted_absence("The page does not show the order details or its total.", page) == "the text 'Order Details'"
+    assert contradicted_absence("There is no order total on this page.", page) == "the text 'Order Total'"
+
+
+def test_a_text_the_page_itself_says_is_absent_or_a_sentence_contradicts_nothing() -> None:
+    page = order_page()
+    assert contradicted_absence("The order has no payment events.", page) is None  # the page agrees
+    assert contradicted_absence("This order cannot be refunded.", page) is None  # nothing by that name
+    assert contradicted_absence("The status is not shown for orders of another store.", page) is None  # 'Status': one word
+    assert contradicted_absence("I cannot see you again soon.", page) is None  # a sentence is no name
 
 
 @pytest.mark.browser

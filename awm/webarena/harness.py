@@ -498,8 +498,8 @@ def _run_step(
         elif (shown := _contradicted_report(trajectory, action, page)) is not None:
             result = ExecResult(
                 outcome="action_error",
-                error=f"not reported: the page has {shown}, which the reason says is missing; use it, or "
-                "report again if it cannot do the task",
+                error=f"not reported: the page has {shown}, which the reason says is missing; use or read "
+                "it, or report again if it cannot do the task",
             )
         else:
             result = _execute(session, action, config)
