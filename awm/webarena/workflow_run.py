@@ -12,10 +12,8 @@ step that cannot be grounded, fails, or fails its check; the caller tells the mo
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterable
-from decimal import Decimal
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -240,24 +238,7 @@ def _holds(page: PageState, bid: str, step: WorkflowStep) -> bool:
         return wanted in norm(page.text) or any(wanted in norm(line) for line in shown)
     control = page.snapshot.controls.get(bid) if page.snapshot is not None else None
     shown = (control.value or "") if control is not None else ""
-    return shows_masked(shown, check.value) or norm(shown) == norm(check.value) or same_number(shown, check.value)
-
-
-_NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)")
-
-
-def same_number(shown: str, value: str) -> bool:
-    """Whether a field shows `value` as the number it is: both read as the same decimal number.
-
-    Why: the accessibility tree gives a number field's (spinbutton's) value as a number, not as typed.
-    Measured on the arena's shop (Django's admin): a price typed as "12.50" reads back as 12.5, so the
-    ``value_is`` check of the demonstration's fill failed and change-price got no workflow on either
-    train instance. Any site's number field does this ("109.00" is 109); a text that is not one plain
-    number on both sides (a phone number, "1,200", "12 kg") is compared as text only."""
-    a, b = shown.strip(), value.strip()
-    if not (_NUMBER.fullmatch(a) and _NUMBER.fullmatch(b)):
-        return False
-    return Decimal(a) == Decimal(b)
+    return shows_masked(shown, check.value) or norm(shown) == norm(check.value)
 
 
 class SessionBackend:
