@@ -1,6 +1,7 @@
 """The observation of real pages in Chromium: which form each element sits in (tests/fixtures/pages/
 cookie_banner.html: only the form's own button waits for a value the goal names, not the cookie banner's
-beside it), and a table's rows (tests/fixtures/pages/grades.html)."""
+beside it), a table's rows (tests/fixtures/pages/grades.html), and a fill on a dropdown list
+(tests/fixtures/pages/product_list.html)."""
 
 from __future__ import annotations
 
@@ -91,3 +92,21 @@ def test_typing_a_fields_own_label_into_it_is_refused_unless_the_goal_states_it(
         page = session.reset(_task(base_url, "reply_box", "Type 'Be kind. Markdown works here.' into the reply box."))
         box = next(bid for bid, d in page.elements.items() if d.label == "Be kind. Markdown works here.")
         assert session.execute(Action(name="fill", args={"bid": box, "value": "Be kind. Markdown works here."})).outcome == "ok"
+
+
+def test_a_fill_on_a_dropdown_chooses_the_option_it_names_or_lists_what_the_list_takes(base_url: str) -> None:
+    """A store's sort list (a native <select>): typed text cannot go in, so a fill that names an option
+    (in any case) chooses it with select_option, and one that names none is an action error listing the
+    options; the list keeps its choice."""
+    with BrowserSession(SETTINGS) as session:
+        page = session.reset(_task(base_url, "product_list", 'How much do the "Trail Socks (3 Pack)" cost?'))
+        sort = next(bid for bid, d in page.elements.items() if d.role == "combobox")
+        chose = session.execute(Action(name="fill", args={"bid": sort, "value": "price HIGH to low"}))
+        assert chose.outcome == "ok" and chose.note == f"chose 'Price high to low' in the dropdown [{sort}] with select_option"
+        assert session.page.eval_on_selector("#sort_by", "e => e.value") == "price-desc"
+        typed = session.execute(Action(name="fill", args={"bid": sort, "value": "Trail Socks (3 Pack)"}))
+        assert typed.outcome == "action_error" and "is a dropdown list" in typed.error
+        assert typed.error.endswith("Its options: 'Relevancy', 'Price high to low', 'Price low to high', 'Title A to Z'")
+        assert session.page.eval_on_selector("#sort_by", "e => e.value") == "price-desc"
+        box = next(bid for bid, d in page.elements.items() if d.role == "searchbox")
+        assert session.execute(Action(name="fill", args={"bid": box, "value": "Trail Socks"})).outcome == "ok"

@@ -93,6 +93,7 @@ _INSPECT_JS = r"""
     select_multiple: select ? select.multiple : false,
     option_selected: tag === 'option' ? e.selected : false,
     selected_options: select ? Array.from(select.selectedOptions).map(o => (o.label || o.textContent || '').trim()) : [],
+    options: ftag === 'select' ? Array.from(f.options).slice(0, 200).map(o => (o.label || o.textContent || '').trim()) : [],
   };
 }
 """
@@ -130,6 +131,7 @@ class _Target(ControlInfo, frozen=True):
     select_multiple: bool = False  # the option's <select> takes several choices
     option_selected: bool = False
     selected_options: list[str] = []  # the labels its <select> has chosen now
+    options: list[str] = []  # a <select>'s own option labels (a fill on it chooses one: `_fill_in_list`)
 
 
 def locate(page: Any, bid: str) -> Any | None:
@@ -323,6 +325,8 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
         refused_own = own_words_refusal(bid, value, target, _goal_of(session), _page_text_of(session))
         if refused_own is not None:
             return _Prepared([], refused_own, target=target)
+        if target.options:
+            return _fill_in_list(session, action, bid, value, target)
         if target.tag not in ("input", "textarea", "select") or target.type == "range":
             slider = read_slider(locator) if not target.editable else None
             if slider is not None:
@@ -350,6 +354,32 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
             pressed = Action(name="press", args={"bid": bid, "key_comb": "Enter"})
             return _Prepared([typed, pressed], note="pressed Enter after filling", target=target)
     return _Prepared([action], note=note, target=target)
+
+
+def _fill_in_list(session: BrowserSession, action: Action, bid: str, value: str, target: _Target) -> _Prepared:
+    """A fill on a dropdown list (a native ``<select>``): the option it names is chosen with select_option,
+    as a person picks the entry they would have typed; a value that names no option is an action error
+    that lists the options (at most eight).
+
+    Why: typed text cannot go into a list, and Playwright's refusal ("Element is not an <input>,
+    <textarea> or [contenteditable] element") says nothing of what the list takes. Measured on the
+    arena's shop, the 1.5B model filled the product list's sort order ('Relevancy', its own choice, and
+    product titles) 21 times across three arms, and repeated each refused fill."""
+    wanted = " ".join(value.split()).casefold()
+    match = next((option for option in target.options if " ".join(option.split()).casefold() == wanted), None)
+    if match is not None:
+        chosen = Action(name="select_option", args={"bid": bid, "options": match})
+        inner = _prepare(session, chosen)
+        note = f"chose '{sanitize_text(match, 40)}' in the dropdown [{bid}] with select_option"
+        return _Prepared(inner.actions, inner.early, note, inner.target)
+    shown = ", ".join(f"'{sanitize_text(option, 40)}'" for option in target.options[:8])
+    more = f" (and {len(target.options) - 8} more)" if len(target.options) > 8 else ""
+    error = (
+        f"{_describe(bid, target=target)} is a dropdown list: it takes one of its options with "
+        f"select_option('{bid}', ...), not typed text; '{sanitize_text(value, 40)}' is none of them. "
+        f"Its options: {shown}{more}"
+    )
+    return _Prepared([], ExecResult(outcome="action_error", error=error), target=target)
 
 
 def _goal_of(session: BrowserSession) -> str:
