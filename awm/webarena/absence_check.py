@@ -82,13 +82,12 @@ def page_names(page: PageState) -> list[str]:
         if line and not line.startswith("["):
             headed = _ROLE_LINE.match(line)
             texts += [cell.strip() for cell in ((headed.group(1),) if headed else line.split(" | "))]
-    denied = [_words(text) for text in texts if _ABSENT.search(text)]
+    worded = [(text, _words(text), bool(_ABSENT.search(text))) for text in texts]
+    denied = [words for _, words, absent in worded if absent]
     return [
         text
-        for text in texts
-        if len(_words(text)) in _NAME_WORDS
-        and not _ABSENT.search(text)
-        and not any(_says(words, _words(text)) for words in denied)
+        for text, words, absent in worded
+        if len(words) in _NAME_WORDS and not absent and not any(_says(said, words) for said in denied)
     ]
 
 

@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from awm.actions import ACTION_SETS, Action, render_action
 from awm.gate import ControlInfo
 from awm.goal_values import extract_goal_literals
+from awm.grounding.ground import norm
 from awm.secrets import Secrets
 from awm.trajectory import Approval, Box, StepOutcome
 from awm.webarena.datepicker import MAX_MONTHS, date_asked, day_link, month_link, months_between, shown_month
@@ -56,6 +57,7 @@ _INSPECT_JS = r"""
   if (visible && typeof e.checkVisibility === 'function') visible = e.checkVisibility({checkVisibilityCSS: true});
   const tag = e.tagName.toLowerCase();
   const select = tag === 'option' ? e.closest('select') : null;
+  const optionLabel = (o) => (o.label || o.textContent || '').trim();
   // A <label> acts for its control (a fill or click on it reaches the control), so the rails read the control.
   const f = (tag === 'label' && e.control) ? e.control : e;
   const ftag = f.tagName.toLowerCase();
@@ -89,11 +91,11 @@ _INSPECT_JS = r"""
     editable: e.isContentEditable === true,
     readonly: ftag === 'input' && f.readOnly === true,
     select_bid: select ? select.getAttribute('bid') : null,
-    option_label: tag === 'option' ? (e.label || e.textContent || '').trim() : null,
+    option_label: tag === 'option' ? optionLabel(e) : null,
     select_multiple: select ? select.multiple : false,
     option_selected: tag === 'option' ? e.selected : false,
-    selected_options: select ? Array.from(select.selectedOptions).map(o => (o.label || o.textContent || '').trim()) : [],
-    options: ftag === 'select' ? Array.from(f.options).slice(0, 200).map(o => (o.label || o.textContent || '').trim()) : [],
+    selected_options: select ? Array.from(select.selectedOptions).map(optionLabel) : [],
+    options: ftag === 'select' ? Array.from(f.options).slice(0, 200).map(optionLabel) : [],
   };
 }
 """
@@ -297,9 +299,7 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
         else:
             chosen = label
             note = f"chose '{shown}' in the dropdown [{target.select_bid}] with select_option"
-        action = Action(name="select_option", args={"bid": target.select_bid, "options": chosen})
-        inner = _prepare(session, action)
-        return _Prepared(inner.actions, inner.early, note, inner.target)
+        return _chosen_in_list(session, target.select_bid, chosen, note)
     if ACTION_SETS["browser"][action.name].needs_interactable:
         what = _describe(bid, target=target)
         problem = (
@@ -365,13 +365,10 @@ def _fill_in_list(session: BrowserSession, action: Action, bid: str, value: str,
     <textarea> or [contenteditable] element") says nothing of what the list takes. Measured on the
     arena's shop, the 1.5B model filled the product list's sort order ('Relevancy', its own choice, and
     product titles) 21 times across three arms, and repeated each refused fill."""
-    wanted = " ".join(value.split()).casefold()
-    match = next((option for option in target.options if " ".join(option.split()).casefold() == wanted), None)
+    match = next((option for option in target.options if norm(option) == norm(value)), None)
     if match is not None:
-        chosen = Action(name="select_option", args={"bid": bid, "options": match})
-        inner = _prepare(session, chosen)
         note = f"chose '{sanitize_text(match, 40)}' in the dropdown [{bid}] with select_option"
-        return _Prepared(inner.actions, inner.early, note, inner.target)
+        return _chosen_in_list(session, bid, match, note)
     shown = ", ".join(f"'{sanitize_text(option, 40)}'" for option in target.options[:8])
     more = f" (and {len(target.options) - 8} more)" if len(target.options) > 8 else ""
     error = (
@@ -380,6 +377,13 @@ def _fill_in_list(session: BrowserSession, action: Action, bid: str, value: str,
         f"Its options: {shown}{more}"
     )
     return _Prepared([], ExecResult(outcome="action_error", error=error), target=target)
+
+
+def _chosen_in_list(session: BrowserSession, select_bid: str, chosen: str | list[str], note: str) -> _Prepared:
+    """The choice made through its list, `select_option` on `select_bid`, pre-checked as its own action
+    (the list must be interactable), with `note` saying what was chosen and why."""
+    inner = _prepare(session, Action(name="select_option", args={"bid": select_bid, "options": chosen}))
+    return _Prepared(inner.actions, inner.early, note, inner.target)
 
 
 def _goal_of(session: BrowserSession) -> str:

@@ -461,12 +461,13 @@ class _Builder:
         value = None
         if role in VALUE_ROLES:
             raw = node.get("value", {}).get("value")
-            if role == "spinbutton" and _NUMBER.fullmatch(str(props.get("valuetext", "")).strip()):
+            written = str(props.get("valuetext", "")).strip()
+            if role == "spinbutton" and _NUMBER.fullmatch(written):
                 # The number as the field shows it: the tree's value is a 32-bit float ("59.99" reads
                 # 59.9900016784668, "12.50" reads 12.5), so a typed price never read back as typed and
                 # the fill's `value_is` check failed (the arena shop's change-price got no workflow). A
                 # value text that is no number ("Blank" in a date's day field) leaves the value as it is.
-                raw = str(props["valuetext"]).strip()
+                raw = written
             if raw not in (None, ""):
                 value = sanitize_text(raw, self.name_chars)
         flags = [flag for flag in _FLAGS if props.get(flag) in (True, "true", "mixed")]
