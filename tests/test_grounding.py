@@ -82,6 +82,24 @@ def test_structural_fallback_answers_only_when_unambiguous() -> None:
     assert isinstance(on_page, Resolution) and (on_page.rule, on_page.element.ref) == ("only_on_page", "0-9")
 
 
+def test_structural_fallback_never_takes_a_field_labelled_for_another_datum() -> None:
+    """The one text box of a catalogue page is its search box: a login form's "Username:" step must not
+    type into it. A label reworded around the same datum still answers ("Email" for "Work email",
+    "User name" for "Username", "Card no." for "Card number"), and so does an unlabelled box; buttons are
+    not judged by their words (a site may swap "Get the newsletter" for "Join free")."""
+    catalogue = [el("0-0", "textbox", label="Search", name="q"), el("0-1", "button", text="Search")]
+    username = ground_structural(catalogue, Target(role="textbox", text="Username:"))
+    assert isinstance(username, NoMatch) and "'Search', another field than 'Username:'" in username.reason
+    assert isinstance(ground_structural(catalogue, Target(role="textbox", label="Search terms")), Resolution)
+    for have, wanted in [("Work email", "Email"), ("User name", "Username"), ("Card no.", "Card number")]:
+        page = [el("0-0", "textbox", label=have)]
+        assert isinstance(ground_structural(page, Target(role="textbox", label=wanted)), Resolution), have
+    unlabelled = [el("0-0", "textbox")]
+    assert isinstance(ground_structural(unlabelled, Target(role="textbox", label="Username")), Resolution)
+    join = [el("0-0", "button", text="Join free")]
+    assert isinstance(ground_structural(join, Target(role="button", text="Get the newsletter")), Resolution)
+
+
 def test_resolutions_explain_themselves() -> None:
     found = ground_exact(SIGNIN, Target(role="button", text="Sign in"))
     assert isinstance(found, Resolution)

@@ -419,6 +419,22 @@ def test_unstartable_workflows_judges_as_the_executor_grounds() -> None:
     assert held.spent_workflows == {"open details"}
 
 
+def test_unstartable_workflows_holds_a_log_in_part_whose_field_is_not_the_one_box_on_the_page() -> None:
+    """A shop's catalogue page has one text box, its search box: a log-in part whose first step fills
+    "Username:" would type the user name into the search, so it does not start here; a part that fills
+    "E-mail" starts where the one box reads "Email address" (the same datum, reworded)."""
+    workflows = {
+        "log in": callable_from("log in", ("fill", "textbox", "Username:", "{username}")),
+        "subscribe": callable_from("subscribe", ("fill", "textbox", "E-mail", "{email}")),
+    }
+    catalogue = shop_page([("51", "textbox", "Search", ""), ("52", "link", "Books", ""), ("53", "button", "Search", "")])
+    held = unstartable_workflows(FilterContext(catalogue, PLAIN_GOAL, [], workflows=workflows), Offer(None, None))
+    assert held.spent_workflows == {"log in", "subscribe"}
+    newsletter = shop_page([("61", "textbox", "Email address", ""), ("62", "button", "Subscribe", "")])
+    held = unstartable_workflows(FilterContext(newsletter, PLAIN_GOAL, [], workflows=workflows), Offer(None, None))
+    assert held.spent_workflows == {"log in"}
+
+
 SIGN_IN = [
     ("41", "textbox", "Email", ""),
     ("42", "textbox", "Password", ""),

@@ -11,11 +11,15 @@ substring 50 (no match rejects); the highest score wins, an exact tie goes to th
 text has the target's case too, and any other tie is ambiguity, never a choice.
 Structural (recovery only), in order, and only when it answers unambiguously: narrow to the target's
 form or container; a submit-kind target takes the only submit/button control in scope; else the only
-element of the role in scope; else the only visible element of that role on the page.
+element of the role in scope; else the only visible element of that role on the page. A field (a box
+or list that takes a value) whose own label names another datum than the target's is never the answer
+(`names_another_field`): the one text box on a shop's catalogue page is its search box, not a login
+form's "Username:".
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Literal
 
@@ -26,6 +30,9 @@ from awm.grounding.snapshot import Element
 
 Rule = Literal["exact", "form_submit", "only_in_scope", "only_on_page"]
 TEXT_EXACT, TEXT_SUBSTRING = 100, 50
+FIELD_ROLES = frozenset({"textbox", "searchbox", "combobox", "spinbutton"})
+# Words a field's label wraps around the datum it names ("Enter your email"), never the datum itself.
+_LABEL_FILLER = frozenset("a an the your my of for to in on and or enter type here please".split())
 
 
 class Resolution(BaseModel):
@@ -120,8 +127,43 @@ def ground_exact(elements: Sequence[Element], target: Target) -> Resolution | No
     return Resolution(element=top[0], rule="exact", score=best, candidates=len(scored))
 
 
+def _label_words(text: str) -> list[str]:
+    return [word for word in re.findall(r"[a-z0-9]+", norm(text)) if word not in _LABEL_FILLER]
+
+
+def names_another_field(element: Element, target: Target) -> bool:
+    """Whether `element`, a field, is labelled for another datum than the field `target` names: no word
+    of one label is in a word of the other, nor one label's letters in the other's ("Username:" against
+    the search box's "Search"; "User name" and "Username", "Email" and "Work email" name one datum).
+    A field's label says what it holds, which a site rewords but does not swap; a button's words say
+    what it does and may be swapped outright ("Join free" for "Get the newsletter"), so buttons, links
+    and options are never judged here. A field or a target without label words is not judged either."""
+    if target.role not in FIELD_ROLES:
+        return False
+    wanted = _label_words(target.label or target.text or "")
+    have = _label_words(element.label or element.aria_label or element.placeholder)
+    if not wanted or not have:
+        return False
+    if "".join(wanted) in "".join(have) or "".join(have) in "".join(wanted):
+        return False
+    return not any(min(len(a), len(b)) >= 3 and (a in b or b in a) for a in wanted for b in have)
+
+
 def ground_structural(elements: Sequence[Element], target: Target) -> Resolution | NoMatch:
-    """The structural fallback of recovery: answers only when the page's structure leaves one choice."""
+    """The structural fallback of recovery: answers only when the page's structure leaves one choice,
+    and that choice is not a field labelled for another datum (`names_another_field`)."""
+    found = _ground_by_structure(elements, target)
+    if isinstance(found, Resolution) and names_another_field(found.element, target):
+        label = found.element.label or found.element.aria_label or found.element.placeholder
+        wanted = target.label or target.text
+        return NoMatch(
+            reason=f"the only {target.role} left is labelled {label!r}, another field than {wanted!r}",
+            candidates=found.candidates,
+        )
+    return found
+
+
+def _ground_by_structure(elements: Sequence[Element], target: Target) -> Resolution | NoMatch:
     pool = _eligible(elements, target)
     scope = [e for e in pool if _in_scope(e, target.form)] if target.form is not None else pool
     if target.kind == "submit":
