@@ -100,6 +100,7 @@ GUIDANCE_FILTERS = (
     "infeasible_after_reaction",
     "ending_before_composed_text",
     "sending_composed_text",
+    "sending_typed_value",
     "no_page_to_go_back_to",
     "repeated_plain_actions",
     "completed_workflows",

@@ -43,6 +43,7 @@ from awm.webarena.guidance_filters import (
     refused_workflows,
     repeated_plain_actions,
     sending_composed_text,
+    sending_typed_value,
     spent_choices,
     undoing_clicks,
     unstartable_workflows,
@@ -277,6 +278,40 @@ def test_sending_composed_text_keeps_the_agent_in_the_form_until_its_button_send
     titled = reply_page([*lines[:3], ("31", "textbox", "Be kind.", " value='Moving the garden beds'"), *lines[4:]])
     title = done("fill", {"bid": "31", "value": "Moving the garden beds"}, observation=titled.text)
     assert sending_composed_text(context(titled, [title], ends_itself=True), offer) == offer
+
+
+def test_sending_typed_value_keeps_the_agent_in_the_form_for_the_step_after_it_typed_the_goals_value() -> None:
+    """A bookshop's catalogue: the goal's title typed into the header's search box. For the next step the
+    sort list and the links are held, and so are going back and both endings; the search form's box and
+    button and `press` stay, and the note says how the form sends it. Nothing is held where the page
+    answered the typing (suggestions), where the value typed is not the goal's, once another step ran,
+    after the search ran (the results page), on a benchmark page (the page ends the task), or where the
+    field is in no form."""
+    goal = 'How much does "The Hobbit" cost?'
+    lines = [
+        ("54", "textbox", "Search", " value='The Hobbit'"), ("55", "button", "Search", ""),
+        ("60", "link", "Fiction", ""), ("113", "combobox", "Sort by", ""), ("114", "button", "Sort", ""),
+    ]  # fmt: skip
+    forms = {"54": "search", "55": "search", "113": "sort", "114": "sort"}
+    page = shop_page(lines, goal=goal).model_copy(update={"forms": forms})
+    offer = replace(every_id(page), names=["fill", "click", "press", "go_back", "scroll", "send_msg_to_user", "report_infeasible"])
+    typed = done("fill", {"bid": "54", "value": "The Hobbit"})
+    left = sending_typed_value(context(page, [typed], ends_itself=True), offer)
+    assert left.ids_for is not None
+    assert left.ids_for["fill"] == ["54"] and left.ids_for["click"] == ["54", "55"] and left.ids_for["press"] == ["54", "55"]
+    assert left.names == ["fill", "click", "press", "scroll"]
+    assert left.note == "The goal's value is typed in [54] and not sent yet: its form sends it with [55] 'Search', or press('54', 'Enter')."
+    suggested = done("fill", {"bid": "54", "value": "The Hobbit"}, reaction="The Hobbit; The Hobbit (illustrated)")
+    assert sending_typed_value(context(page, [suggested], ends_itself=True), offer) == offer
+    other = page.model_copy(update={"text": page.text.replace("The Hobbit", "Tolkien")})
+    assert sending_typed_value(context(other, [done("fill", {"bid": "54", "value": "Tolkien"})], ends_itself=True), offer) == offer
+    scrolled = done("scroll", {"delta_x": 0, "delta_y": 300})
+    assert sending_typed_value(context(page, [typed, scrolled], ends_itself=True), offer) == offer
+    results = page.model_copy(update={"url": "http://shop.example.test/search/?q=The+Hobbit"})
+    assert sending_typed_value(context(results, [typed], ends_itself=True), offer) == offer
+    assert sending_typed_value(context(page, [typed]), offer) == offer
+    formless = page.model_copy(update={"forms": {}})
+    assert sending_typed_value(context(formless, [typed], ends_itself=True), offer) == offer
 
 
 def test_no_page_to_go_back_to_holds_go_back_until_the_episode_left_its_first_page() -> None:

@@ -110,3 +110,31 @@ def test_a_fill_on_a_dropdown_chooses_the_option_it_names_or_lists_what_the_list
         assert session.page.eval_on_selector("#sort_by", "e => e.value") == "price-desc"
         box = next(bid for bid, d in page.elements.items() if d.role == "searchbox")
         assert session.execute(Action(name="fill", args={"bid": box, "value": "Trail Socks"})).outcome == "ok"
+
+
+def test_a_title_typed_into_a_search_form_keeps_the_agent_in_that_form_for_one_step(base_url: str) -> None:
+    """The store's search box, typed with the title the goal asks about: the page only echoes the typing
+    (no reaction), the box and its button share a form, so the next step is held to that form, with the
+    way it is sent named; the sort list, in a form of its own, is held."""
+    from awm.trajectory import Step
+    from awm.webarena.fingerprint import describe_changes
+    from awm.webarena.guidance_filters import FilterContext, Offer, sending_typed_value
+    from awm.webarena.harness import page_reaction
+
+    goal = 'How much does "Steel Saucepan 2 qt" cost?'
+    with BrowserSession(SETTINGS) as session:
+        page = session.reset(_task(base_url, "product_list", goal))
+        box = next(bid for bid, d in page.elements.items() if d.role == "searchbox")
+        button = next(bid for bid, d in page.elements.items() if (d.role, d.label) == ("button", "Search"))
+        sort = next(bid for bid, d in page.elements.items() if d.role == "combobox")
+        action = Action(name="fill", args={"bid": box, "value": "Steel Saucepan 2 qt"})
+        assert session.execute(action).outcome == "ok"
+        after = session.observe()
+    assert page.snapshot is not None and after.snapshot is not None
+    reaction = page_reaction(page, after, describe_changes(page.snapshot, after.snapshot))
+    typed = Step(index=0, url=page.url, action=action.model_dump(), outcome="ok", reaction=reaction)
+    left = sending_typed_value(FilterContext(after, goal, [typed], ends_itself=True), Offer(None, None))
+    assert reaction == "" and left.ids_for is not None
+    assert box in left.ids_for["fill"] and sort not in left.ids_for["fill"] and sort not in left.ids_for["click"]
+    assert left.names is not None and "send_msg_to_user" not in left.names and "press" in left.names
+    assert left.note == f"The goal's value is typed in [{box}] and not sent yet: its form sends it with [{button}] 'Search', or press('{box}', 'Enter')."

@@ -422,6 +422,10 @@ def typed_not_sent(goal: str, history: Sequence[Step], page: PageState) -> bool:
     return not any(s.outcome == "ok" and s.action and s.action.get("name") in ("click", "press") for s in after)
 
 
+# The actions that end the task where the agent ends it itself.
+ENDINGS = ("report_infeasible", "send_msg_to_user")
+
+
 def ending_before_composed_text(context: FilterContext, offer: Offer) -> Offer:
     """Holds the endings (`report_infeasible`, `send_msg_to_user`), where the agent ends the task itself,
     while a text of several words the goal states is not on the site yet: neither typed nor shown on any
@@ -448,7 +452,7 @@ def ending_before_composed_text(context: FilterContext, offer: Offer) -> Offer:
     )
     if not untyped and not typed_not_sent(context.goal, context.history, page):
         return offer
-    return replace(offer, names=[n for n in offer.names if n not in ("report_infeasible", "send_msg_to_user")])
+    return replace(offer, names=[n for n in offer.names if n not in ENDINGS])
 
 
 # What acts on an element and so may leave a form, or type a text into another one (`sending_composed_text`).
@@ -506,6 +510,52 @@ def sending_composed_text(context: FilterContext, offer: Offer) -> Offer:
     left = sorted({f"'{page.elements[bid].label}'" for bid in tried if bid in outside})
     sent += f" ({', '.join(left)} left it in the box)." if left else "."
     return replace(offer, note="\n".join(part for part in (offer.note, sent) if part))
+
+
+def sending_typed_value(context: FilterContext, offer: Offer) -> Offer:
+    """For the one step after a `fill` that typed a value the goal states (a quoted title, a code, a
+    name: `extract_goal_literals`) into a one-line field of a form, where the page showed nothing in
+    answer (no list of suggestions: `Step.reaction` empty): holds every element outside that form and the
+    form's links (`LEAVING_ROLES`), `go_back` and the endings, and tells the model how the form sends
+    it ("its form sends it with [55] 'Search', or press('54', 'Enter')"). The form's fields and buttons,
+    `press`, scrolling and workflows stay; one step later everything is offered again. Only where the
+    agent ends the task itself (`ends_itself`): on a benchmark page the page ends the task.
+
+    Why: measured on the arena's shop (offline-demos, instance 2, 2e5f1a8; `runs/shop-probe4`): on
+    product-price, product-brand and open-product the 1.5B model typed the product's title into the
+    catalogue's search box and then, the search never run, reported the product missing, answered, or
+    typed the title into the sort list (three episodes of three). Why it holds on an ordinary website: a
+    value typed into a form's one-line field reaches the site only when its form is sent (its button,
+    or Enter): a search, a voucher code, a user name; an answer or a page left right after typing it
+    was given before the site saw it. A field that answered the typing (suggestions appeared: an
+    autocomplete) is left alone, since choosing a suggestion is how such a field is sent.
+    """
+    if not context.ends_itself or not context.history:
+        return offer
+    last, page = context.history[-1], context.page
+    bid = str(((last.action or {}).get("args") or {}).get("bid", ""))
+    typed = last.outcome == "ok" and (last.action or {}).get("name") == "fill"
+    if not typed or last.reaction or last.url != page.url:
+        return offer
+    form = page.forms.get(bid, "")
+    one_line = bid in page.elements and page.elements[bid].role in TEXT_ENTRY_ROLES and bid not in page.multiline
+    if not form or not one_line:
+        return offer
+    if not any(_holds(page.value(bid), x.text) for x in extract_goal_literals(context.goal)):
+        return offer
+    outside = {b for b in page.ids if page.forms.get(b) != form or page.elements[b].role in LEAVING_ROLES}
+    offer = offer.without_ids(outside, ELEMENT_ACTIONS, page.ids)
+    names = offer.names if offer.names is not None else list(ACTION_SETS["browser"])
+    offer = replace(offer, names=[n for n in names if n not in ("go_back", *ENDINGS)])
+    buttons = [
+        f"[{b}] '{page.elements[b].label}'"
+        for b in page.ids
+        if b not in outside and page.elements[b].role == "button" and page.elements[b].label
+    ]
+    sends = f"its form sends it with {', '.join(buttons)}, or " if buttons else "send it with "
+    sends += f"press('{bid}', 'Enter')"
+    note = f"The goal's value is typed in [{bid}] and not sent yet: {sends}."
+    return replace(offer, note="\n".join(part for part in (offer.note, note) if part))
 
 
 def no_page_to_go_back_to(context: FilterContext, offer: Offer) -> Offer:
@@ -691,6 +741,7 @@ FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(infeasible_after_reaction, role_aware_only=False),
     GuidanceFilter(ending_before_composed_text, role_aware_only=False),
     GuidanceFilter(sending_composed_text, gives_way=True),
+    GuidanceFilter(sending_typed_value, gives_way=True),
     GuidanceFilter(no_page_to_go_back_to, role_aware_only=False),
     GuidanceFilter(repeated_plain_actions, gives_way=True),
     GuidanceFilter(completed_workflows, role_aware_only=False),
