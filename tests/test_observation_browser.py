@@ -112,10 +112,10 @@ def test_a_fill_on_a_dropdown_chooses_the_option_it_names_or_lists_what_the_list
         assert session.execute(Action(name="fill", args={"bid": box, "value": "Trail Socks"})).outcome == "ok"
 
 
-def test_a_title_typed_into_a_search_form_keeps_the_agent_in_that_form_for_one_step(base_url: str) -> None:
+def test_a_title_typed_into_a_search_form_keeps_the_agent_in_that_form_until_it_is_sent(base_url: str) -> None:
     """The store's search box, typed with the title the goal asks about: the page only echoes the typing
-    (no reaction), the box and its button share a form, so the next step is held to that form, with the
-    way it is sent named; the sort list, in a form of its own, is held."""
+    (no reaction), the box and its button share a form, so the agent is held to that form until it is
+    sent, with the way it is sent named; the sort list, in a form of its own, is held."""
     from awm.trajectory import Step
     from awm.webarena.fingerprint import describe_changes
     from awm.webarena.guidance_filters import FilterContext, Offer, sending_typed_value

@@ -512,31 +512,44 @@ def sending_composed_text(context: FilterContext, offer: Offer) -> Offer:
     return replace(offer, note="\n".join(part for part in (offer.note, sent) if part))
 
 
+def _fill_not_sent(history: Sequence[Step], url: str) -> Step | None:
+    """The episode's last `fill` that worked, where no click or key press worked since and the page is
+    still at its URL; else None."""
+    for step in reversed(history):
+        name = (step.action or {}).get("name")
+        if step.outcome != "ok" or name not in ("fill", "click", "press"):
+            continue
+        return step if name == "fill" and step.url == url else None
+    return None
+
+
 def sending_typed_value(context: FilterContext, offer: Offer) -> Offer:
-    """For the one step after a `fill` that typed a value the goal states (a quoted title, a code, a
-    name: `extract_goal_literals`) into a one-line field of a form, where the page showed nothing in
-    answer (no list of suggestions: `Step.reaction` empty): holds every element outside that form and the
-    form's links (`LEAVING_ROLES`), `go_back` and the endings, and tells the model how the form sends
+    """While a value the goal states (a quoted title, a code, a name: `extract_goal_literals`) typed into
+    a one-line field of a form is not sent (no click or key press worked since the `fill`, the page is
+    at the same URL, the field still holds it) and the page showed nothing in answer to the typing (no
+    list of suggestions: `Step.reaction` empty): holds every element outside that form and the form's
+    links (`LEAVING_ROLES`), `go_back`, scrolling and the endings, and tells the model how the form sends
     it ("its form sends it with [55] 'Search', or press('54', 'Enter')"). The form's fields and buttons,
-    `press`, scrolling and workflows stay; one step later everything is offered again. Only where the
-    agent ends the task itself (`ends_itself`): on a benchmark page the page ends the task.
+    `press` and workflows stay. Only where the agent ends the task itself (`ends_itself`): on a benchmark
+    page the page ends the task.
 
     Why: measured on the arena's shop (offline-demos, instance 2, 2e5f1a8; `runs/shop-probe4`): on
     product-price, product-brand and open-product the 1.5B model typed the product's title into the
     catalogue's search box and then, the search never run, reported the product missing, answered, or
-    typed the title into the sort list (three episodes of three). Why it holds on an ordinary website: a
-    value typed into a form's one-line field reaches the site only when its form is sent (its button,
-    or Enter): a search, a voucher code, a user name; an answer or a page left right after typing it
-    was given before the site saw it. A field that answered the typing (suggestions appeared: an
-    autocomplete) is left alone, since choosing a suggestion is how such a field is sent.
+    typed the title into the sort list (three episodes of three); held for one step only (eadf302), it
+    scrolled and then answered from the page it was on. Why it holds on an ordinary website: a value
+    typed into a form's one-line field reaches the site only when its form is sent (its button, or
+    Enter): a search, a voucher code, a user name; an answer or a page left before that was given before
+    the site saw it. A field that answered the typing (suggestions appeared: an autocomplete) is left
+    alone, since choosing a suggestion is how such a field is sent.
     """
-    if not context.ends_itself or not context.history:
+    if not context.ends_itself:
         return offer
-    last, page = context.history[-1], context.page
-    bid = str(((last.action or {}).get("args") or {}).get("bid", ""))
-    typed = last.outcome == "ok" and (last.action or {}).get("name") == "fill"
-    if not typed or last.reaction or last.url != page.url:
+    page = context.page
+    fill = _fill_not_sent(context.history, page.url)
+    if fill is None or fill.reaction:
         return offer
+    bid = str(((fill.action or {}).get("args") or {}).get("bid", ""))
     form = page.forms.get(bid, "")
     one_line = bid in page.elements and page.elements[bid].role in TEXT_ENTRY_ROLES and bid not in page.multiline
     if not form or not one_line:
@@ -546,7 +559,7 @@ def sending_typed_value(context: FilterContext, offer: Offer) -> Offer:
     outside = {b for b in page.ids if page.forms.get(b) != form or page.elements[b].role in LEAVING_ROLES}
     offer = offer.without_ids(outside, ELEMENT_ACTIONS, page.ids)
     names = offer.names if offer.names is not None else list(ACTION_SETS["browser"])
-    offer = replace(offer, names=[n for n in names if n not in ("go_back", *ENDINGS)])
+    offer = replace(offer, names=[n for n in names if n not in ("go_back", "scroll", *ENDINGS)])
     buttons = [
         f"[{b}] '{page.elements[b].label}'"
         for b in page.ids
