@@ -28,6 +28,7 @@ from awm.webarena.guidance_filters import (
     FilterContext,
     Offer,
     active_filters,
+    answering_unseen_subject,
     broken_workflows,
     completed_workflows,
     disabled_targets,
@@ -182,6 +183,27 @@ def test_first_step_infeasible_holds_giving_up_before_looking_where_the_agent_en
     assert first_step_infeasible(context(page, ends_itself=True), offer).names == ["click", "send_msg_to_user"]
     assert first_step_infeasible(context(page, [done("click", {"bid": "12"})], ends_itself=True), offer) == offer
     assert first_step_infeasible(context(page, ends_itself=False), offer) == offer
+
+
+def test_answering_unseen_subject_holds_an_answer_about_a_quoted_thing_no_page_has_shown() -> None:
+    """A bookshop's home page does not name the book the question is about: answering is held, giving up
+    stays. Once a page of the episode showed it (the one before, or this one) the answer is offered; the
+    title typed into the search box is no sighting; a question without a quoted text, a goal that is no
+    question, and a benchmark page are left alone."""
+    goal = 'How many copies of "The Hobbit" are in stock?'
+    names = ["click", "fill", "send_msg_to_user", "report_infeasible"]
+    offer = Offer(ids_for=None, names=names)
+    home = shop_page([("10", "link", "Fiction", ""), ("11", "textbox", "Search", "")], goal=goal)
+    assert answering_unseen_subject(context(home, ends_itself=True), offer).names == ["click", "fill", "report_infeasible"]
+    typed = shop_page([("10", "link", "Fiction", ""), ("11", "textbox", "Search", " value='The Hobbit'")], goal=goal)
+    assert answering_unseen_subject(context(typed, ends_itself=True), offer).names == ["click", "fill", "report_infeasible"]
+    product = shop_page([("20", "heading", "The Hobbit", ""), ("21", "button", "Add to basket", "")], goal=goal)
+    assert answering_unseen_subject(context(product, ends_itself=True), offer) == offer
+    seen = done("click", {"bid": "30"}, observation=product.text)
+    assert answering_unseen_subject(context(home, [seen], ends_itself=True), offer) == offer
+    for other in ("How many books are in stock?", 'Add "The Hobbit" to the basket.'):
+        assert answering_unseen_subject(context(home.model_copy(update={"goal": other}), ends_itself=True), offer) == offer
+    assert answering_unseen_subject(context(home), offer) == offer
 
 
 def test_infeasible_after_reaction_holds_giving_up_right_after_the_page_moved() -> None:
@@ -424,6 +446,33 @@ def callable_from(name: str, *steps: tuple[str, str, str, str], bound: dict[str,
     return CallableWorkflow(workflow=workflow, bound=bound, open=open_parameters(workflow, bound))
 
 
+def test_broken_workflows_holds_at_once_a_call_that_broke_at_the_goals_value_after_its_route_ran() -> None:
+    """An ordinary shop: 'browse cookware' clicks the Cookware category, then the product the goal names
+    (bound from the goal); the product was not there. Called again it would click Cookware again and
+    miss the product again: held after one break. Not so where the call gave the value itself (another
+    value may be there), where its first step broke (nothing ran), or where the step that broke is a
+    fixed control."""
+    page = shop_page(CHECKOUT)
+    route = [("click", "link", "Cookware", ""), ("click", "link", "{link}", "")]
+    workflows = {
+        "browse cookware": callable_from("browse cookware", *route, bound={"link": "Trail Socks"}),
+        "open basket": callable_from("open basket", ("click", "link", "Cookware", ""), ("click", "link", "Basket", "")),
+    }
+
+    def broke(name: str, at: int, params: dict[str, str] | None = None) -> list[Step]:
+        call = done("run_workflow", {"name": name, "params": params or {}}, outcome="action_error", fingerprint="a")
+        subs = [done("click", {"bid": "9"}, called_by=0, workflow=name, outcome="ok" if n < at else "action_error") for n in range(1, at + 1)]
+        return [call, *(sub.model_copy(update={"index": n}) for n, sub in enumerate(subs, 1))]
+
+    def held(history: list[Step]) -> frozenset[str]:
+        return broken_workflows(FilterContext(page, PLAIN_GOAL, history, workflows=workflows), Offer(None, None)).spent_workflows
+
+    assert held(broke("browse cookware", 2)) == {"browse cookware"}
+    assert held(broke("browse cookware", 2, {"link": "Saucepan"})) == frozenset()
+    assert held(broke("browse cookware", 1)) == frozenset()
+    assert held(broke("open basket", 2)) == frozenset()
+
+
 def test_unstartable_workflows_holds_a_call_whose_first_control_is_not_on_this_page() -> None:
     """An ordinary shop: on the checkout page 'open my orders' (its first step clicks the 'My orders'
     link) cannot start, 'enter my email' can (its field is here), 'open one order' names its link by a
@@ -570,8 +619,8 @@ def test_active_filters_follow_the_switch_and_role_aware() -> None:
     ]
     # With role_aware off, as before the filters were named: only the goal note and the first-step rule.
     assert [f.name for f in active_filters("on", role_aware=False)] == [
-        "goal_note", "first_step_infeasible", "infeasible_after_reaction", "ending_before_composed_text",
-        "no_page_to_go_back_to",
+        "goal_note", "first_step_infeasible", "infeasible_after_reaction", "answering_unseen_subject",
+        "ending_before_composed_text", "no_page_to_go_back_to",
         "completed_workflows", "refused_workflows", "broken_workflows", "unstartable_workflows",
         "parts_in_order",
     ]  # fmt: skip

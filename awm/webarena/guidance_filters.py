@@ -24,11 +24,12 @@ from functools import cached_property
 from awm.actions import ACTION_SETS, TEXT_ENTRY_ROLES, TOGGLE_ROLES
 from awm.config import GuidanceMode
 from awm.errors import ConfigError
-from awm.goal_values import extract_goal_literals
+from awm.goal_values import extract_goal_literals, literal_in
 from awm.grounding.snapshot import Element
 from awm.memory.view import opened_item
+from awm.memory.workflow import PLACEHOLDER
 from awm.trajectory import Step, action_values
-from awm.webarena.answer_check import asks_question
+from awm.webarena.answer_check import asks_question, page_says
 from awm.webarena.env import PageState
 from awm.webarena.fingerprint import ControlState
 from awm.webarena.goal_progress import GoalGuidance, guidance
@@ -349,6 +350,30 @@ def first_step_infeasible(context: FilterContext, offer: Offer) -> Offer:
     return replace(offer, names=[n for n in offer.names if n != "report_infeasible"])
 
 
+def answering_unseen_subject(context: FilterContext, offer: Offer) -> Offer:
+    """Holds `send_msg_to_user`, where the agent ends the task itself and the goal asks a question about
+    a quoted text ('How many units of "X" are available right now?'), while no page of the episode has
+    shown each quoted text (field values aside: `page_says`, so the title typed into a search box does
+    not count); giving up and every other action stay.
+
+    Why: measured on the arena's shop (product-availability, instance 2, at 271f643 and again at
+    4f0e3b0): the 1.5B model's first action, on the storefront's home page, which does not name the
+    product, was send_msg_to_user('Unavailable'). Why it holds on an ordinary website: an answer about
+    a named thing, given before any page showed it, was guessed, not read; a thing the site does not
+    have is reported with `report_infeasible`, which stays offered.
+    """
+    if not context.ends_itself or not asks_question(context.goal):
+        return offer
+    quoted = [x for x in extract_goal_literals(context.goal) if x.kind == "quoted"]
+    if not quoted:
+        return offer
+    shown = [page_says(text) for text in (*(step.observation for step in context.history), context.page.text)]
+    if all(any(literal_in(x, text) for text in shown) for x in quoted):
+        return offer
+    names = offer.names if offer.names is not None else list(ACTION_SETS["browser"])
+    return replace(offer, names=[n for n in names if n != "send_msg_to_user"])
+
+
 def infeasible_after_reaction(context: FilterContext, offer: Offer) -> Offer:
     """Holds `report_infeasible` right after the page visibly reacted to the last action (new text, a
     box checked, a tab selected: `Step.reaction`) where the agent ends the task itself; the finishing
@@ -661,6 +686,12 @@ def broken_workflows(context: FilterContext, offer: Offer) -> Offer:
     that ended stuck ended that way. A call that broke twice at the same step, from any pages, is held
     for the rest of the episode: on Trac (site scope) "move the ticket X to milestone 1.2" called the
     priority-changing part five times from five page states, and each broke choosing the priority.
+    A call that broke after some of its steps ran, at a step whose target is a value the goal gave (not
+    one the call gave), is held at once: its steps before that one lead where they led, and the goal's
+    value is still not there. Measured on the arena's shop (template scope, instance 2, 4f0e3b0): on
+    product-brand the model called "click Coffee & Tea, click {link}" and then "click Camping, click
+    {link}" twice each, every call breaking at the product's link, and ran out of steps on the search
+    results that would have served it.
     """
     # A call's steps that ran, by the call's index: the sub-steps it recorded that went right.
     ran = Counter(step.called_by for step in context.history if step.called_by is not None and step.outcome == "ok")
@@ -672,6 +703,8 @@ def broken_workflows(context: FilterContext, offer: Offer) -> Offer:
             continue
         if step.fingerprint and step.fingerprint == context.page.fingerprint:
             broke.add(name)
+        if ran[step.index] and _breaks_at_goal_value(context.workflows.get(name), ran[step.index], step):
+            broke.add(name)
         breaks[(name, ran[step.index])] += 1  # broke at the step after those that ran
         if breaks[(name, ran[step.index])] >= BREAKS_BEFORE_HOLD:
             broke.add(name)
@@ -679,6 +712,17 @@ def broken_workflows(context: FilterContext, offer: Offer) -> Offer:
 
 
 BREAKS_BEFORE_HOLD = 2
+
+
+def _breaks_at_goal_value(callable_workflow: CallableWorkflow | None, at: int, call: Step) -> bool:
+    """Whether the workflow's step `at` (the one its call broke at) targets a value bound from the goal
+    and not given by the call's own arguments."""
+    if callable_workflow is None or at >= len(callable_workflow.workflow.steps):
+        return False
+    given = (call.action or {}).get("args", {}).get("params") or {}
+    target = callable_workflow.workflow.steps[at].target
+    names = set(PLACEHOLDER.findall(f"{target.label} {target.row}"))
+    return any(n in callable_workflow.bound and n not in given for n in names)
 
 
 def unstartable_workflows(context: FilterContext, offer: Offer) -> Offer:
@@ -752,6 +796,7 @@ FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(goal_note, role_aware_only=False),
     GuidanceFilter(first_step_infeasible, role_aware_only=False),
     GuidanceFilter(infeasible_after_reaction, role_aware_only=False),
+    GuidanceFilter(answering_unseen_subject, role_aware_only=False),
     GuidanceFilter(ending_before_composed_text, role_aware_only=False),
     GuidanceFilter(sending_composed_text, gives_way=True),
     GuidanceFilter(sending_typed_value, gives_way=True),
