@@ -98,7 +98,6 @@ GUIDANCE_FILTERS = (
     "goal_note",
     "first_step_infeasible",
     "infeasible_after_reaction",
-    "answering_unseen_subject",
     "ending_before_composed_text",
     "sending_composed_text",
     "sending_typed_value",

@@ -28,7 +28,6 @@ from awm.webarena.guidance_filters import (
     FilterContext,
     Offer,
     active_filters,
-    answering_unseen_subject,
     broken_workflows,
     completed_workflows,
     disabled_targets,
@@ -183,27 +182,6 @@ def test_first_step_infeasible_holds_giving_up_before_looking_where_the_agent_en
     assert first_step_infeasible(context(page, ends_itself=True), offer).names == ["click", "send_msg_to_user"]
     assert first_step_infeasible(context(page, [done("click", {"bid": "12"})], ends_itself=True), offer) == offer
     assert first_step_infeasible(context(page, ends_itself=False), offer) == offer
-
-
-def test_answering_unseen_subject_holds_an_answer_about_a_quoted_thing_no_page_has_shown() -> None:
-    """A bookshop's home page does not name the book the question is about: answering is held, giving up
-    stays. Once a page of the episode showed it (the one before, or this one) the answer is offered; the
-    title typed into the search box is no sighting; a question without a quoted text, a goal that is no
-    question, and a benchmark page are left alone."""
-    goal = 'How many copies of "The Hobbit" are in stock?'
-    names = ["click", "fill", "send_msg_to_user", "report_infeasible"]
-    offer = Offer(ids_for=None, names=names)
-    home = shop_page([("10", "link", "Fiction", ""), ("11", "textbox", "Search", "")], goal=goal)
-    assert answering_unseen_subject(context(home, ends_itself=True), offer).names == ["click", "fill", "report_infeasible"]
-    typed = shop_page([("10", "link", "Fiction", ""), ("11", "textbox", "Search", " value='The Hobbit'")], goal=goal)
-    assert answering_unseen_subject(context(typed, ends_itself=True), offer).names == ["click", "fill", "report_infeasible"]
-    product = shop_page([("20", "heading", "The Hobbit", ""), ("21", "button", "Add to basket", "")], goal=goal)
-    assert answering_unseen_subject(context(product, ends_itself=True), offer) == offer
-    seen = done("click", {"bid": "30"}, observation=product.text)
-    assert answering_unseen_subject(context(home, [seen], ends_itself=True), offer) == offer
-    for other in ("How many books are in stock?", 'Add "The Hobbit" to the basket.'):
-        assert answering_unseen_subject(context(home.model_copy(update={"goal": other}), ends_itself=True), offer) == offer
-    assert answering_unseen_subject(context(home), offer) == offer
 
 
 def test_infeasible_after_reaction_holds_giving_up_right_after_the_page_moved() -> None:
@@ -619,8 +597,8 @@ def test_active_filters_follow_the_switch_and_role_aware() -> None:
     ]
     # With role_aware off, as before the filters were named: only the goal note and the first-step rule.
     assert [f.name for f in active_filters("on", role_aware=False)] == [
-        "goal_note", "first_step_infeasible", "infeasible_after_reaction", "answering_unseen_subject",
-        "ending_before_composed_text", "no_page_to_go_back_to",
+        "goal_note", "first_step_infeasible", "infeasible_after_reaction", "ending_before_composed_text",
+        "no_page_to_go_back_to",
         "completed_workflows", "refused_workflows", "broken_workflows", "unstartable_workflows",
         "parts_in_order",
     ]  # fmt: skip

@@ -24,12 +24,12 @@ from functools import cached_property
 from awm.actions import ACTION_SETS, TEXT_ENTRY_ROLES, TOGGLE_ROLES
 from awm.config import GuidanceMode
 from awm.errors import ConfigError
-from awm.goal_values import extract_goal_literals, literal_in
+from awm.goal_values import extract_goal_literals
 from awm.grounding.snapshot import Element
 from awm.memory.view import opened_item
 from awm.memory.workflow import PLACEHOLDER
 from awm.trajectory import Step, action_values
-from awm.webarena.answer_check import asks_question, page_says
+from awm.webarena.answer_check import asks_question
 from awm.webarena.env import PageState
 from awm.webarena.fingerprint import ControlState
 from awm.webarena.goal_progress import GoalGuidance, guidance
@@ -348,30 +348,6 @@ def first_step_infeasible(context: FilterContext, offer: Offer) -> Offer:
     if not context.ends_itself or context.history or offer.names is None:
         return offer
     return replace(offer, names=[n for n in offer.names if n != "report_infeasible"])
-
-
-def answering_unseen_subject(context: FilterContext, offer: Offer) -> Offer:
-    """Holds `send_msg_to_user`, where the agent ends the task itself and the goal asks a question about
-    a quoted text ('How many units of "X" are available right now?'), while no page of the episode has
-    shown each quoted text (field values aside: `page_says`, so the title typed into a search box does
-    not count); giving up and every other action stay.
-
-    Why: measured on the arena's shop (product-availability, instance 2, at 271f643 and again at
-    4f0e3b0): the 1.5B model's first action, on the storefront's home page, which does not name the
-    product, was send_msg_to_user('Unavailable'). Why it holds on an ordinary website: an answer about
-    a named thing, given before any page showed it, was guessed, not read; a thing the site does not
-    have is reported with `report_infeasible`, which stays offered.
-    """
-    if not context.ends_itself or not asks_question(context.goal):
-        return offer
-    quoted = [x for x in extract_goal_literals(context.goal) if x.kind == "quoted"]
-    if not quoted:
-        return offer
-    shown = [page_says(text) for text in (*(step.observation for step in context.history), context.page.text)]
-    if all(any(literal_in(x, text) for text in shown) for x in quoted):
-        return offer
-    names = offer.names if offer.names is not None else list(ACTION_SETS["browser"])
-    return replace(offer, names=[n for n in names if n != "send_msg_to_user"])
 
 
 def infeasible_after_reaction(context: FilterContext, offer: Offer) -> Offer:
@@ -796,7 +772,6 @@ FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(goal_note, role_aware_only=False),
     GuidanceFilter(first_step_infeasible, role_aware_only=False),
     GuidanceFilter(infeasible_after_reaction, role_aware_only=False),
-    GuidanceFilter(answering_unseen_subject, role_aware_only=False),
     GuidanceFilter(ending_before_composed_text, role_aware_only=False),
     GuidanceFilter(sending_composed_text, gives_way=True),
     GuidanceFilter(sending_typed_value, gives_way=True),
