@@ -214,7 +214,10 @@ def test_neural_induction_by_a_hosted_model_is_admitted_by_a_replay_on_a_real_si
 
 
 @pytest.mark.llm
-def test_one_episode_with_the_embedded_model_on_a_trac_template(tmp_path: Path, local_llm) -> None:
+def test_one_episode_with_the_embedded_model_calls_a_workflow_on_a_trac_template(tmp_path: Path, local_llm) -> None:
+    """AWM's offline setting on a real site, end to end: a train instance's demonstration replayed (no
+    model), a workflow induced from it and admitted by its replay, and the embedded model, on a test
+    instance, calling it as one action whose sub-steps run under that call."""
     from awm.config import load_settings
     from awm.llm.usage import UsageMeter
     from awm.pipeline.config import parse_pipeline_table
@@ -222,18 +225,29 @@ def test_one_episode_with_the_embedded_model_on_a_trac_template(tmp_path: Path, 
     from awm.pipeline.stages import Clients
 
     template = next(t for t in load_templates().values() if t.site == "trac" and t.kind == "navigation")
-    number = template.numbers("test")[0]
-    arm = parse_pipeline_table(
-        {"name": "arena-llm", "benchmark": "sites", "tasks": [f"{template.key}#{number}"], "policy": "llm",
-         "memory": "off", "max_steps": 4, "episode_timeout_s": 240},
+    train, test = template.numbers("train")[0], template.numbers("test")[0]
+    settings = load_settings(overrides={"llm": {"backend": "local", "cache": False, "max_tokens": 96}})
+    clients = Clients(settings, UsageMeter(), actor=local_llm)
+    demos = parse_pipeline_table(
+        {"name": "arena-demos", "benchmark": "sites", "tasks": [f"{template.key}#{train}"], "policy": "scripted",
+         "memory": "off", "episode_timeout_s": 240},
         source="test",
     )  # fmt: skip
-    settings = load_settings(overrides={"llm": {"backend": "local", "cache": False, "max_tokens": 96}})
-    result = run_arm(arm, settings, tmp_path / "run", show_progress=False, clients=Clients(settings, UsageMeter(), actor=local_llm))
+    assert run_arm(demos, settings, tmp_path / "demos", show_progress=False, clients=clients).failed_stage is None
+    arm = parse_pipeline_table(
+        {"name": "arena-llm", "benchmark": "sites", "tasks": [f"{template.key}#{test}"], "policy": "llm",
+         "memory": "offline", "workflows": "executable", "offline_from": [str(tmp_path / "demos")], "max_steps": 4,
+         "episode_timeout_s": 240},
+        source="test",
+    )  # fmt: skip
+    result = run_arm(arm, settings, tmp_path / "run", show_progress=False, clients=clients)
     assert result.failed_stage is None, result.error
     [trajectory] = result.trajectories
     assert trajectory.task.scope == template.scope and trajectory.steps
     assert trajectory.steps[0].llm_calls >= 1 and trajectory.steps[0].observation
+    calls = [s for s in trajectory.steps if s.called_by is None and (s.action or {}).get("name") == "run_workflow"]
+    assert calls, [s.action_str for s in trajectory.steps]
+    assert any(s.called_by == calls[0].index for s in trajectory.steps)  # its sub-steps, traced under it
     assert trajectory.verdict.reward in (0.0, 1.0)
     assert trajectory.meta["env_info"]["gate"].startswith("not consulted")
     assert trajectory.end != "env_error", trajectory.steps[-1].error
