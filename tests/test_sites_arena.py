@@ -1,7 +1,8 @@
 """The arena end to end in real Chromium: every template validated by its demonstration (the check fails
 on the pristine site and passes after the scripted replay), an instance as a plain BrowserGym task
 (`gym.make`), a login task run through the one driver leaving no trace of the password anywhere in its
-run folder, and one episode with the embedded model on a Trac template.
+run folder, a two-arm ablation on one Trac template with the scripted policy, and one episode in which
+the embedded model calls a workflow on a Trac template.
 
 Uses the sites that `make test`'s set-up installs (`awm sites setup`); one train instance per template
 here, all of them in `awm sites check --all`.
@@ -251,3 +252,51 @@ def test_one_episode_with_the_embedded_model_calls_a_workflow_on_a_trac_template
     assert trajectory.verdict.reward in (0.0, 1.0)
     assert trajectory.meta["env_info"]["gate"].startswith("not consulted")
     assert trajectory.end != "env_error", trajectory.steps[-1].error
+
+
+def test_a_two_arm_ablation_on_one_arena_template_with_the_scripted_policy(tmp_path: Path) -> None:
+    """`awm ablate` on a real site, no model: memory off against online executable memory on one Trac
+    template's two test instances, each solved by its demonstration. The online arm commits a version
+    after each solved instance (its workflow replayed on the instance before it is kept), and the second
+    instance sees the first's; the report pairs the arms by instance."""
+    import json
+    import textwrap
+
+    from awm.pipeline.ablation import load_ablation, run_ablation
+
+    template = next(t for t in load_templates().values() if t.site == "trac" and t.kind == "navigation")
+    first, second = template.numbers("test")[:2]
+    config = tmp_path / "ablate.toml"
+    config.write_text(
+        textwrap.dedent(
+            f"""
+            [pipeline]
+            name = "arena"
+            benchmark = "sites"
+            tasks = ["{template.key}"]
+            seeds = [{first}, {second}]
+            policy = "scripted"
+            episode_timeout_s = 240
+
+            [[arm]]
+            name = "off"
+            memory = "off"
+
+            [[arm]]
+            name = "online"
+            memory = "online"
+            workflows = "executable"
+            induction = "rule"
+            admission = "gt"
+            """
+        )
+    )
+    out = tmp_path / "out"
+    run_ablation(load_ablation(config), out, show_progress=False)
+    data = json.loads((out / "results.json").read_text())
+    assert [(a["name"], a["episodes"], a["successes"]) for a in data["arms"]] == [("off", 2, 2), ("online", 2, 2)]
+    assert data["arms"][1]["final_versions"] == {template.scope: 2}  # a version after each solved instance
+    seen = [e["memory_version_seen"] for e in data["episodes"] if e["arm"] == "online"]
+    assert seen == [None, 1]
+    [pair] = data["comparisons"]
+    assert (pair["pairs"], pair["ties"]) == (2, 2)
