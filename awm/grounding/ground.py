@@ -127,6 +127,11 @@ def ground_exact(elements: Sequence[Element], target: Target) -> Resolution | No
     return Resolution(element=top[0], rule="exact", score=best, candidates=len(scored))
 
 
+def _field_label(element: Element) -> str:
+    """What a field's own label says: its label, else its aria-label, else its placeholder."""
+    return element.label or element.aria_label or element.placeholder
+
+
 def _label_words(text: str) -> list[str]:
     return [word for word in re.findall(r"[a-z0-9]+", norm(text)) if word not in _LABEL_FILLER]
 
@@ -141,7 +146,7 @@ def names_another_field(element: Element, target: Target) -> bool:
     if target.role not in FIELD_ROLES:
         return False
     wanted = _label_words(target.label or target.text or "")
-    have = _label_words(element.label or element.aria_label or element.placeholder)
+    have = _label_words(_field_label(element))
     if not wanted or not have:
         return False
     if "".join(wanted) in "".join(have) or "".join(have) in "".join(wanted):
@@ -154,8 +159,7 @@ def ground_structural(elements: Sequence[Element], target: Target) -> Resolution
     and that choice is not a field labelled for another datum (`names_another_field`)."""
     found = _ground_by_structure(elements, target)
     if isinstance(found, Resolution) and names_another_field(found.element, target):
-        label = found.element.label or found.element.aria_label or found.element.placeholder
-        wanted = target.label or target.text
+        label, wanted = _field_label(found.element), target.label or target.text
         return NoMatch(
             reason=f"the only {target.role} left is labelled {label!r}, another field than {wanted!r}",
             candidates=found.candidates,

@@ -326,7 +326,7 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
         if refused_own is not None:
             return _Prepared([], refused_own, target=target)
         if target.options:
-            return _fill_in_list(session, action, bid, value, target)
+            return _fill_in_list(session, bid, value, target)
         if target.tag not in ("input", "textarea", "select") or target.type == "range":
             slider = read_slider(locator) if not target.editable else None
             if slider is not None:
@@ -356,7 +356,7 @@ def _prepare(session: BrowserSession, action: Action) -> _Prepared:
     return _Prepared([action], note=note, target=target)
 
 
-def _fill_in_list(session: BrowserSession, action: Action, bid: str, value: str, target: _Target) -> _Prepared:
+def _fill_in_list(session: BrowserSession, bid: str, value: str, target: _Target) -> _Prepared:
     """A fill on a dropdown list (a native ``<select>``): the option it names is chosen with select_option,
     as a person picks the entry they would have typed; a value that names no option is an action error
     that lists the options (at most eight).

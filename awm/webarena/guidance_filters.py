@@ -25,6 +25,7 @@ from awm.actions import ACTION_SETS, TEXT_ENTRY_ROLES, TOGGLE_ROLES
 from awm.config import GuidanceMode
 from awm.errors import ConfigError
 from awm.goal_values import extract_goal_literals
+from awm.grounding.ground import norm
 from awm.grounding.snapshot import Element
 from awm.memory.view import opened_item
 from awm.memory.workflow import PLACEHOLDER
@@ -410,6 +411,11 @@ def box_holding_typed_text(goal: str, page: PageState, history: Sequence[Step]) 
     )
 
 
+def _sends(step: Step) -> bool:
+    """Whether `step` is a click or key press that worked: what sends a form's typed value."""
+    return step.outcome == "ok" and (step.action or {}).get("name") in ("click", "press")
+
+
 def typed_not_sent(goal: str, history: Sequence[Step], page: PageState) -> bool:
     """Whether a text of several words the goal states is typed and not sent yet: a box of several lines
     here holds it (`box_holding_typed_text`), or its last `fill` is followed by no click or key press
@@ -420,7 +426,7 @@ def typed_not_sent(goal: str, history: Sequence[Step], page: PageState) -> bool:
     if not fills:
         return False
     after = history[fills[-1][0] + 1 :]
-    return not any(s.outcome == "ok" and s.action and s.action.get("name") in ("click", "press") for s in after)
+    return not any(_sends(s) for s in after)
 
 
 # The actions that end the task where the agent ends it itself.
@@ -463,6 +469,21 @@ ELEMENT_ACTIONS = ("click", "press", "fill", "select_option", "check", "uncheck"
 LEAVING_ROLES = frozenset({"link", "clickable"})
 
 
+def _outside_form(page: PageState, form: str) -> set[str]:
+    """The ids outside `form`, and its links and clickable boxes (`LEAVING_ROLES`): what leaves it."""
+    return {b for b in page.ids if page.forms.get(b) != form or page.elements[b].role in LEAVING_ROLES}
+
+
+def _named(page: PageState, bids: Iterable[str]) -> list[str]:
+    """`[id] 'label'` for each of `bids` that has a label, as a note names a button."""
+    return [f"[{bid}] '{page.elements[bid].label}'" for bid in bids if page.elements[bid].label]
+
+
+def _with_note(offer: Offer, note: str) -> Offer:
+    """`offer` with `note` added after the note it carries."""
+    return replace(offer, note="\n".join(part for part in (offer.note, note) if part))
+
+
 def sending_composed_text(context: FilterContext, offer: Offer) -> Offer:
     """While a box of several lines in a form holds a text of several words the goal states, typed this
     episode (`box_holding_typed_text`): holds every element outside that form and the form's links and
@@ -487,9 +508,7 @@ def sending_composed_text(context: FilterContext, offer: Offer) -> Offer:
     form = page.forms.get(box, "") if box is not None else ""
     if not form:
         return offer
-    outside = {
-        bid for bid in page.ids if page.forms.get(bid) != form or page.elements[bid].role in LEAVING_ROLES
-    }  # fmt: skip
+    outside = _outside_form(page, form)
     buttons = [bid for bid in page.ids if bid not in outside and page.elements[bid].role == "button"]
     since = _composed_fills(context.goal, context.history)[-1][0]
     clicked = {
@@ -504,23 +523,23 @@ def sending_composed_text(context: FilterContext, offer: Offer) -> Offer:
     offer = offer.without_ids(outside, ELEMENT_ACTIONS, page.ids)
     if offer.names is not None:
         offer = replace(offer, names=[n for n in offer.names if n != "go_back"])
-    named = [f"[{bid}] '{page.elements[bid].label}'" for bid in buttons if page.elements[bid].label]
+    named = _named(page, buttons)
     if not named:
         return offer
     sent = f"The goal's text is typed in [{box}] and not sent yet: its form sends it with " + ", ".join(named)
     left = sorted({f"'{page.elements[bid].label}'" for bid in tried if bid in outside})
     sent += f" ({', '.join(left)} left it in the box)." if left else "."
-    return replace(offer, note="\n".join(part for part in (offer.note, sent) if part))
+    return _with_note(offer, sent)
 
 
 def _fill_not_sent(history: Sequence[Step], url: str) -> Step | None:
     """The episode's last `fill` that worked, where no click or key press worked since and the page is
     still at its URL; else None."""
     for step in reversed(history):
-        name = (step.action or {}).get("name")
-        if step.outcome != "ok" or name not in ("fill", "click", "press"):
-            continue
-        return step if name == "fill" and step.url == url else None
+        if _sends(step):
+            return None
+        if step.outcome == "ok" and (step.action or {}).get("name") == "fill":
+            return step if step.url == url else None
     return None
 
 
@@ -557,19 +576,14 @@ def sending_typed_value(context: FilterContext, offer: Offer) -> Offer:
         return offer
     if not any(_holds(page.value(bid), x.text) for x in extract_goal_literals(context.goal)):
         return offer
-    outside = {b for b in page.ids if page.forms.get(b) != form or page.elements[b].role in LEAVING_ROLES}
+    outside = _outside_form(page, form)
     offer = offer.without_ids(outside, ELEMENT_ACTIONS, page.ids)
     names = offer.names if offer.names is not None else list(ACTION_SETS["browser"])
     offer = replace(offer, names=[n for n in names if n not in ("go_back", "scroll", *ENDINGS)])
-    buttons = [
-        f"[{b}] '{page.elements[b].label}'"
-        for b in page.ids
-        if b not in outside and page.elements[b].role == "button" and page.elements[b].label
-    ]
+    buttons = _named(page, (b for b in page.ids if b not in outside and page.elements[b].role == "button"))
     sends = f"its form sends it with {', '.join(buttons)}, or " if buttons else "send it with "
     sends += f"press('{bid}', 'Enter')"
-    note = f"The goal's value is typed in [{bid}] and not sent yet: {sends}."
-    return replace(offer, note="\n".join(part for part in (offer.note, note) if part))
+    return _with_note(offer, f"The goal's value is typed in [{bid}] and not sent yet: {sends}.")
 
 
 def _sent_fills(history: Sequence[Step], url_now: str) -> list[Step]:
@@ -580,8 +594,7 @@ def _sent_fills(history: Sequence[Step], url_now: str) -> list[Step]:
         if step.outcome != "ok" or (step.action or {}).get("name") != "fill" or step.target is None:
             continue
         for j in range(i + 1, len(history)):
-            after = history[j]
-            if after.outcome == "ok" and (after.action or {}).get("name") in ("click", "press"):
+            if _sends(history[j]):
                 url_after = history[j + 1].url if j + 1 < len(history) else url_now
                 if url_after != step.url:
                     sent.append(step)
@@ -606,12 +619,12 @@ def resending_shown_value(context: FilterContext, offer: Offer) -> Offer:
     if not context.ends_itself:
         return offer
     page = context.page
-    says = " ".join(page_says(page.text).split()).casefold()
+    says = norm(page_says(page.text))
     labels = {
         step.target.label
         for step in _sent_fills(context.history, page.url)
         if step.target is not None and step.target.label
-        and any(len(v) > 1 and " ".join(v.split()).casefold() in says for v in action_values(step))
+        and any(len(v) > 1 and norm(v) in says for v in action_values(step))
     }  # fmt: skip
     held = [b for b in page.ids if page.elements[b].role in TEXT_ENTRY_ROLES and page.elements[b].label in labels]
     return offer.without_ids(held, ("fill", "press"), page.ids) if held else offer
