@@ -39,6 +39,7 @@ def _mount() -> None:
     from awm.pipeline.mind2web_run import register_run as register_mind2web_run
     from awm.pipeline.replay_cli import register as register_replay
     from awm.pipeline.run_cli import register as register_run
+    from awm.pipeline.sites_check_cli import register as register_sites_check
     from awm.rails_cli import app as rails_app
     from awm.sites.commands import app as sites_app
     from awm.suite.commands import app as suite_app
@@ -52,6 +53,7 @@ def _mount() -> None:
     register_replay(app)
     register_serve(app)
     register_mind2web_run(mind2web_app)
+    register_sites_check(sites_app)  # it drives the browser consumer: awm.sites may not import awm.webarena
     register_traces_export(traces_app)  # its --html renders the app's pages: traces may not import awm.app
     app.add_typer(mind2web_app, name="mind2web")
     app.add_typer(pipeline_app, name="pipeline")

@@ -1,6 +1,7 @@
-"""The house rules of DESIGN.md section 2, checked on the source: no import cycle between modules of
-`awm`, no arrow from a consumer (`awm.webarena`, `awm.mind2web`) up into the driver or its parts, and
-nothing below the web application (`awm.app`) importing it.
+"""The house rules of `docs/architecture.md`, checked on the source: no import cycle between modules of
+`awm`, no arrow from a consumer (`awm.webarena`, `awm.mind2web`) up into the driver or its parts, none
+from the arena's sites (`awm.sites`, below the consumer that runs their tasks) up into the consumer or
+the driver, and nothing below the web application (`awm.app`) importing it.
 
 Every import counts: top-level, inside functions, and under `TYPE_CHECKING` (a cycle that only a type
 checker sees is still two modules that cannot be understood apart).
@@ -20,6 +21,9 @@ FORBIDDEN = {
     "awm.webarena": ("awm.pipeline", "awm.traces", "awm.evaluation", "awm.induction", "awm.mind2web"),
     "awm.mind2web": ("awm.pipeline", "awm.traces", "awm.evaluation", "awm.induction", "awm.webarena"),
     "awm.memory": ("awm.webarena", "awm.mind2web", "awm.pipeline", "awm.llm", "awm.induction"),
+    # The sites are what the consumer opens (each instance a BrowserGym task): what drives a browser over
+    # them (`awm sites check`'s replay) lives above, in `awm.pipeline.sites_check`.
+    "awm.sites": ("awm.webarena", "awm.mind2web", "awm.pipeline", "awm.traces", "awm.evaluation", "awm.induction"),
 }
 
 # The web application sits on top of the driver, the traces and memory; only these sit above it. `awm.cli`
@@ -120,19 +124,43 @@ def test_the_import_graph_has_no_cycle() -> None:
     assert not found, "import cycles between awm modules: " + "; ".join(" <-> ".join(c) for c in found)
 
 
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def arrows_up(graph: dict[str, set[str]], package: str) -> list[str]:
+    """`module -> target` for every import by a module of `package` of what `FORBIDDEN` keeps above it."""
+    return [
+        f"{module} -> {target}"
+        for module, targets in sorted(graph.items())
+        if _within(module, package)
+        for target in sorted(targets)
+        if any(_within(target, above) for above in FORBIDDEN[package])
+    ]
+
+
 @pytest.mark.parametrize("consumer", sorted(FORBIDDEN))
 def test_no_arrow_runs_up_from_a_consumer(consumer: str) -> None:
-    bad = []
-    for module, targets in import_graph().items():
-        if module == consumer or module.startswith(consumer + "."):
-            for target in sorted(targets):
-                if any(target == f or target.startswith(f + ".") for f in FORBIDDEN[consumer]):
-                    bad.append(f"{module} -> {target}")
+    bad = arrows_up(import_graph(), consumer)
     assert not bad, f"{consumer} must not import these: " + ", ".join(bad)
 
 
-def _within(module: str, package: str) -> bool:
-    return module == package or module.startswith(package + ".")
+def test_the_sites_rule_sees_the_old_arrow_up() -> None:
+    """The rule fails on what the template check once did from inside the sites package
+    (`awm/sites/validate.py`'s function-local imports of the harness, the replay policy and the session)."""
+    graph = import_graph()
+    assert "awm.sites.validate" not in graph and "awm.pipeline.sites_check" in graph
+    old = {
+        **graph,
+        "awm.sites.validate": {"awm.sites.checks", "awm.webarena.harness", "awm.webarena.policies", "awm.webarena.env"},
+    }
+    assert arrows_up(old, "awm.sites") == [
+        "awm.sites.validate -> awm.webarena.env",
+        "awm.sites.validate -> awm.webarena.harness",
+        "awm.sites.validate -> awm.webarena.policies",
+    ]
+    assert "awm.webarena.harness" in graph["awm.pipeline.sites_check"]
+    assert "awm.pipeline.sites_check_cli" in graph["awm.cli"]
 
 
 def arrows_into_the_app(graph: dict[str, set[str]]) -> list[str]:

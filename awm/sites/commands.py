@@ -1,5 +1,7 @@
-"""`awm sites`: set up, start, reset, stop and list the arena's real web applications and their tasks,
-and validate every task template by replaying its demonstration."""
+"""`awm sites`: set up, start, reset, stop and list the arena's real web applications and their tasks.
+
+`awm sites check`, which replays each template's demonstration in the browser consumer, is mounted here by
+`awm.cli` from `awm.pipeline.sites_check_cli`: this package sits below the consumer and never imports it."""
 
 from __future__ import annotations
 
@@ -173,42 +175,3 @@ def tasks_cmd(site: SiteOption = None, task_file: TaskFileOption = None, as_json
 
 def _numbers(numbers: list[int]) -> str:
     return ",".join(str(n) for n in numbers) or "-"
-
-
-@app.command("check")
-def check_cmd(
-    site: SiteOption = None,
-    task_file: TaskFileOption = None,
-    templates: Annotated[
-        str | None, typer.Option("--templates", help="Comma list of template ids (default: every one).")
-    ] = None,
-    all_instances: Annotated[
-        bool, typer.Option("--all", help="Every train instance of each template (default: the first).")
-    ] = False,
-    out: Annotated[Path | None, typer.Option(help="Results folder (default: runs/<time>-sites-check).")] = None,
-) -> None:
-    """Validate templates by demonstration: reset the site, check that the success check FAILS on the
-    pristine state, replay the train instance's demonstration with the scripted replay (no model), check
-    that it PASSES after. A template whose check cannot tell the two apart is a defect. Writes CHECK.md
-    and check.json; exits 1 when any template fails.
-
-    Example: awm sites check --site trac --all
-    """
-    from awm.assets import configure_runtime_env
-    from awm.config import load_settings
-    from awm.files import default_run_dir
-    from awm.sites.registry import site_names
-    from awm.sites.validate import check_templates, render_check
-
-    configure_runtime_env()
-    names = set(site_names(site))
-    wanted = {t.strip() for t in (templates or "").split(",") if t.strip()}
-    folder = out or default_run_dir("sites-check", load_settings().runs_dir)
-    console = Console()
-    results = check_templates(
-        names, wanted, list(task_file or []), all_instances=all_instances, out=folder, console=console
-    )
-    console.print(render_check(results), markup=False, highlight=False)
-    console.print(f"results: {folder / 'CHECK.md'}")
-    if not all(r.ok for r in results):
-        raise typer.Exit(1)

@@ -5,6 +5,9 @@ Why both halves: a check that already passes before anything was done (a query t
 row, a URL the start page has) would count every episode as solved, and a demonstration that does not
 make its check pass means the template, its data or its check is wrong. Either is a defect of the
 template, found before any model sees it.
+
+It lives in the driver's package because it drives the browser consumer (`awm.webarena`'s harness and
+replay policy), which sits above the sites in the import graph; `awm sites check` is its command.
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ from awm.sites.checks import Evidence, evaluate
 from awm.sites.registry import get_site
 from awm.sites.templates import Template, load_templates
 from awm.trajectory import Task
+from awm.webarena.env import BrowserSession
+from awm.webarena.harness import HarnessConfig, run_episode
+from awm.webarena.policies import ReplayPolicy
 
 
 @dataclass
@@ -57,11 +63,8 @@ def _before(template: Template, number: int) -> tuple[bool, str]:
     return not outcome.passed, outcome.detail
 
 
-def check_instance(session: object, template: Template, number: int, out: Path) -> TemplateCheck:
+def check_instance(session: BrowserSession, template: Template, number: int, out: Path) -> TemplateCheck:
     """Reset, check before, replay the demonstration in a real browser, check after."""
-    from awm.webarena.harness import HarnessConfig, run_episode
-    from awm.webarena.policies import ReplayPolicy
-
     started = time.monotonic()
     failed_before, before = _before(template, number)
     workflow = template.demonstration(number)
@@ -72,7 +75,7 @@ def check_instance(session: object, template: Template, number: int, out: Path) 
         meta={"max_steps": 1, **({"task_kwargs": {"task_files": [template.source]}} if _external(template) else {})},
     )  # fmt: skip
     policy = ReplayPolicy(workflow, values, scope=template.scope)
-    trajectory = run_episode(session, policy, task, HarnessConfig(max_steps=1))  # type: ignore[arg-type]
+    trajectory = run_episode(session, policy, task, HarnessConfig(max_steps=1))
     write_text_atomic(out / "trajectories" / f"{trajectory.trajectory_id}.json", trajectory.to_json())
     info = trajectory.meta.get("env_info", {})
     detail = str(info.get("check") or "")
@@ -107,8 +110,6 @@ def check_templates(
 ) -> list[TemplateCheck]:
     """Check the templates of `sites` (only the `wanted` ids when given), one train instance each or
     all of them; each site is started if it is down and left running."""
-    from awm.webarena.env import BrowserSession
-
     templates = [
         t for t in load_templates(task_files).values() if t.site in sites and (not wanted or t.id in wanted)
     ]
