@@ -123,6 +123,9 @@ class Step(BaseModel):
     llm_calls: int = 0
     prompt_hash: str = ""  # sha256 of the exact messages sent for this step (empty: no model call)
     prompt: list[dict[str, str]] = Field(default_factory=list)  # those messages (role, content), to show
+    # The agent's guidance filters that changed what this step's model call was offered (held an answer
+    # back or added a note), in the order they acted: `awm.webarena.guidance_filters`.
+    guidance: list[str] = Field(default_factory=list)
     screenshot: str | None = None
     # A sub-step of a `run_workflow` call: the index of the model step that called it, the workflow's
     # name, and how its target was grounded on this page (rule, score, candidates). None: a model step.

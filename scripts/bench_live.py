@@ -407,7 +407,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         epilog=(
             "examples:\n"
             "  python scripts/bench_live.py --benchmark browsergym --out /tmp/bench-live-before\n"
-            "  python scripts/bench_live.py --pages settings,hours --max-steps 6"
+            "  python scripts/bench_live.py --pages settings,hours --max-steps 6\n"
+            "  python scripts/bench_live.py --guidance off --out runs/live-guidance-off"
         ),
     )
     parser.add_argument("--max-steps", type=int, default=10, help="step budget of each episode (default 10)")
@@ -415,6 +416,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--benchmark", default="live", help="the tasks' benchmark, which picks the action set (default live)"
     )
     parser.add_argument("--pages", default=None, help="a comma list of page names (default: all ten)")
+    parser.add_argument(
+        "--guidance", choices=("on", "off"), default="on", help="the agent's guidance filters (default on)"
+    )
     parser.add_argument(
         "--out", type=Path, default=None, help="results folder (default runs/bench-live-DATE)"
     )
@@ -447,7 +451,9 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[PageResult], T
     pages = select_pages(load_manifest(), args.pages)
     out: Path = args.out or ROOT / "runs" / f"bench-live-{datetime.now():%Y%m%d-%H%M%S}"
     (out / "trajectories").mkdir(parents=True, exist_ok=True)
-    settings = load_settings(overrides={"llm": {"backend": "local", "cache": False}})
+    settings = load_settings(
+        overrides={"llm": {"backend": "local", "cache": False}, "agent": {"guidance": args.guidance}}
+    )
     factory = PolicyFactory(settings, "llm")  # one factory: the model loads once for every page
     env_config = browser_settings()
     harness = HarnessConfig(max_steps=args.max_steps)
@@ -500,6 +506,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "commit": commit,
         "max_steps": args.max_steps,
         "benchmark": args.benchmark,
+        "guidance": args.guidance,
         "totals": totals.model_dump(),
         "pages": [r.model_dump() for r in results],
     }

@@ -141,8 +141,9 @@ def agent_task_names(site: str, templates: list[str], per_template: int | None) 
     return [f"{t.key}#{n}" for t in chosen for n in t.numbers("test")[:per_template]]
 
 
-def run_agent(site: str, names: list[str], out: Path, console: Console) -> bool:
-    """Memory off, the embedded model (response cache off), the named test instances."""
+def run_agent(site: str, names: list[str], out: Path, console: Console, guidance: str = "on") -> bool:
+    """Memory off, the embedded model (response cache off), the named test instances, the agent's
+    guidance filters on or off."""
     from awm.config import load_settings
     from awm.pipeline.config import parse_pipeline_table
     from awm.pipeline.driver import run_arm
@@ -152,7 +153,7 @@ def run_agent(site: str, names: list[str], out: Path, console: Console) -> bool:
          "max_steps": 10, "admission": "gt", "workers": 1},
         source="bench_sites",
     )  # fmt: skip
-    settings = load_settings(overrides={"llm": {"backend": "local", "cache": False}})
+    settings = load_settings(overrides={"llm": {"backend": "local", "cache": False}, "agent": {"guidance": guidance}})
     result = run_arm(arm, settings, out, console=console)
     if result.failed_stage is not None:
         console.print(f"stage {result.failed_stage} failed: {result.error}")
@@ -260,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--per-template", type=int, metavar="N", help="--agent: only the first N test instances of each template"
     )
+    parser.add_argument(
+        "--guidance", choices=("on", "off"), default="on", help="--agent: the agent's guidance filters (default on)"
+    )
     parser.add_argument("--out", type=Path, help="folder (default: runs/<time>-bench-sites); an agent run resumes")
     parser.add_argument("--report", type=Path, metavar="DIR", help="only print the agent tables of a finished run")
     args = parser.parse_args(argv)
@@ -286,7 +290,7 @@ def main(argv: list[str] | None = None) -> int:
                 parser.error("--agent runs one site at a time: give --site NAME")
             templates = [t.strip() for t in (args.templates or "").split(",") if t.strip()]
             tasks = agent_task_names(names[0], templates, args.per_template)
-            if not run_agent(names[0], tasks, out, console):
+            if not run_agent(names[0], tasks, out, console, args.guidance):
                 return 1
     if (out / "trajectories").is_dir():
         data["agent"] = agent_tables(out, console)

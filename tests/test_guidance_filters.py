@@ -29,6 +29,7 @@ from awm.webarena.guidance_filters import (
     Offer,
     active_filters,
     broken_workflows,
+    changes_offer,
     completed_workflows,
     disabled_targets,
     ending_before_composed_text,
@@ -640,7 +641,21 @@ def test_narrowed_applies_the_filters_in_order() -> None:
     left = narrowed(every_id(page), context(page), FILTERS)
     assert left.ids_for["click"] == ["21"]  # the Search button and the Shipping link wait
     assert left.note == "Named in the goal and not done yet: [21] link 'Returns'"
+    # Each filter that changed the offer is named, in order; go_back is held on the episode's first page.
+    assert left.acted == ("goal_waiting", "goal_note", "no_page_to_go_back_to")
     assert narrowed(every_id(page), context(page), ()) == every_id(page)
+
+
+def test_a_filter_that_spells_out_the_same_ids_did_not_act() -> None:
+    """An action absent from `ids_for` takes every id on the page: writing those ids out holds nothing."""
+    page = shop_page(LINKS, goal=LINK_GOAL)
+    bare = Offer(None, None)
+    spelled = Offer({"click": list(page.ids)}, None)
+    assert not changes_offer(bare, spelled, page.ids)
+    assert changes_offer(bare, Offer({"click": page.ids[1:]}, None), page.ids)
+    assert changes_offer(bare, Offer(None, ["click", "fill"]), page.ids)
+    assert changes_offer(bare, Offer(None, None, note="Named in the goal"), page.ids)
+    assert changes_offer(bare, Offer(None, None, spent_workflows=frozenset({"log in"})), page.ids)
 
 
 @dataclass
@@ -691,6 +706,11 @@ def test_guidance_off_gives_the_bare_grammar_and_no_goal_note() -> None:
         "browser", page_ids=page.ids, names=names, with_thought=False, ids_for=page_targets(page).ids_for
     )
     assert on.grammar != bare.grammar and on.grammar is not None
+    # The request names the filters that acted (recorded on the step by the harness); off, none did.
+    ctx = DecisionContext(task=LIVE, page=page, history=history, feedback="", step_index=len(history))
+    acted = LLMAgent(NoModel(), CharEstimateCounter(), settings=settings, guidance="on").build_request(ctx).guidance
+    assert acted[:4] == ["spent_choices", "undoing_clicks", "disabled_targets", "filled_not_clicked"]
+    assert off.build_request(ctx).guidance == []
     assert "look for it elsewhere" in on.messages[-1]["content"]
     assert "look for it elsewhere" not in bare.messages[-1]["content"]
     # With role_aware off too: every id for every action of the action set.

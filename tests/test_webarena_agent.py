@@ -107,9 +107,9 @@ def test_system_message_and_history_are_a_stable_prefix_across_steps() -> None:
         agent = LLMAgent(make_client(settings), CharEstimateCounter(), settings=settings, memory=memory)
         s1 = past_step(0, "fill('11', 'kanesha')", "Page: textbox 'field 0' now 'kanesha'")
         s2 = past_step(1, "fill('12', 'x9')", "Page: textbox 'field 1' now 'x9'")
-        first, _, _ = agent.build_request(ctx(page(["11", "12", "13"]), []))
-        second, _, _ = agent.build_request(ctx(page(["21", "22", "23", "24"]), [s1], feedback=s1.feedback))
-        third, _, _ = agent.build_request(
+        first, *_ = agent.build_request(ctx(page(["11", "12", "13"]), []))
+        second, *_ = agent.build_request(ctx(page(["21", "22", "23", "24"]), [s1], feedback=s1.feedback))
+        third, *_ = agent.build_request(
             ctx(page(["31", "32", "33"], extra="\n[34] link 'more'"), [s1, s2], feedback=s2.feedback)
         )
     # System + memory: byte-identical on steps 1 and 3, and it carries the workflows.
@@ -142,7 +142,7 @@ def test_request_fits_the_context_window_and_keeps_the_instructions() -> None:
         counter = CharEstimateCounter()
         agent = LLMAgent(make_client(settings), counter, settings=settings, memory=None)
         history = [past_step(i, f"click('{i}')", "Page: nothing changed " * 20) for i in range(8)]
-        request, tokens, _ = agent.build_request(ctx(page(["1", "2", "3"], extra="\n" + huge), history))
+        request, tokens, *_ = agent.build_request(ctx(page(["1", "2", "3"], extra="\n" + huge), history))
     assert count_messages(request.messages, counter) == tokens <= 2048 - 200
     assert request.messages[0]["content"] == prompts.system_text(prompts.action_names_for(TASK))
     assert GOAL in request.messages[1]["content"]

@@ -66,8 +66,29 @@ def group_rows(trajectories: list[Trajectory], group: Callable[[Trajectory], str
     return rows
 
 
+def guidance_acted(trajectories: list[Trajectory]) -> dict[str, str]:
+    """Per guidance filter that acted in these episodes (`Step.guidance`): on how many of the model's
+    steps, in how many episodes, and how many of those episodes were solved. A filter that never acts on
+    a benchmark cannot help there; one that acts only in episodes lost anyway has not shown that it does."""
+    steps: Counter[str] = Counter()
+    episodes: dict[str, set[str]] = {}
+    solved: dict[str, set[str]] = {}
+    for t in trajectories:
+        for s in t.steps:
+            for name in s.guidance:
+                steps[name] += 1
+                episodes.setdefault(name, set()).add(t.trajectory_id)
+                if is_success(t):
+                    solved.setdefault(name, set()).add(t.trajectory_id)
+    return {
+        name: f"{n} steps in {len(episodes[name])} episodes ({len(solved.get(name, ()))} solved)"
+        for name, n in steps.most_common()
+    }
+
+
 def anatomy(trajectories: list[Trajectory], group: Callable[[Trajectory], str]) -> dict:
-    """Where the failed episodes went wrong: ends, step failure classes, repeated actions, parse refusals."""
+    """Where the failed episodes went wrong: ends, step failure classes, repeated actions, parse refusals;
+    and which guidance filters acted (all episodes)."""
     failed = [t for t in trajectories if not is_success(t)]
     repeated: Counter[str] = Counter()
     for t in failed:
@@ -84,6 +105,7 @@ def anatomy(trajectories: list[Trajectory], group: Callable[[Trajectory], str]) 
         "failure_classes": dict(Counter(s.outcome for t in trajectories for s in t.steps if s.outcome != "ok").most_common()),
         "repeated_actions": dict(repeated.most_common(TOP)),
         "parse_refusals": dict(refusals.most_common(TOP)),
+        "guidance_acted": guidance_acted(trajectories),
     }  # fmt: skip
 
 
@@ -95,8 +117,9 @@ def anatomy_lines(causes: dict) -> list[str]:
         ("Step failure classes (all episodes)", "failure_classes"),
         ("Actions repeated within one failed episode (bids as ID)", "repeated_actions"),
         ("Parse refusals", "parse_refusals"),
+        ("Guidance filters that acted (all episodes)", "guidance_acted"),
     ):
         lines += [f"### {title}", ""]
-        lines += [f"- {k}: {v}" for k, v in causes[key].items()] or ["- none"]
+        lines += [f"- {k}: {v}" for k, v in causes.get(key, {}).items()] or ["- none"]
         lines.append("")
     return lines

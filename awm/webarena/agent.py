@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from awm.actions import action_grammar, target_first_grammar
 from awm.config import GuidanceMode, Settings
@@ -67,6 +67,16 @@ def done_question(goal: str, step: Step) -> str:
         f"Goal: {goal.strip()}\nLast action: {step.action_str}{target}\n"
         f"The page now shows: {step.reaction}\nIs the goal fully done?"
     )
+
+
+class BuiltRequest(NamedTuple):
+    """One step's chat request, its fitted size, the workflows it carries (after budget fitting) and the
+    guidance filters that changed what it offers (`Offer.acted`)."""
+
+    request: ChatRequest
+    prompt_tokens: int
+    workflows: list[str]
+    guidance: list[str]
 
 
 def _with_cost_of(decision: Decision, earlier: Decision) -> Decision:
@@ -149,8 +159,9 @@ class LLMAgent:
 
     # -- one step ----------------------------------------------------------------------------------
 
-    def build_request(self, ctx: DecisionContext) -> tuple[ChatRequest, int, list[str]]:
-        """The chat request for this step, its size, and the names of the workflows it carries.
+    def build_request(self, ctx: DecisionContext) -> BuiltRequest:
+        """The chat request for this step, its size, the names of the workflows it carries and the
+        guidance filters that acted on it.
 
         Split from `decide` so tests and the benchmark can inspect prompts without calling a model.
         """
@@ -233,7 +244,9 @@ class LLMAgent:
             grammar=grammar,
             purpose="actor",
         )
-        return request, fitted.prompt_tokens, [w.name for w in workflows[: fitted.memory_kept]]
+        return BuiltRequest(
+            request, fitted.prompt_tokens, [w.name for w in workflows[: fitted.memory_kept]], list(offer.acted)
+        )
 
     def decide(self, ctx: DecisionContext) -> Decision:
         """One model call, and before it the checks that may end the step without it: the answer check
@@ -248,7 +261,7 @@ class LLMAgent:
             checked = _with_cost_of(decided, checked)
             if checked.text:
                 return checked
-        request, fitted_tokens, shown = self.build_request(ctx)
+        request, fitted_tokens, shown, acted = self.build_request(ctx)
         result = self.client.chat(request)
         return Decision(
             text=result.text,
@@ -259,6 +272,7 @@ class LLMAgent:
             prompt_hash=prompt_hash(request.messages),
             prompt=list(request.messages),
             workflows=shown,
+            guidance=acted,
         )
 
     def _answer_check(self, ctx: DecisionContext) -> Decision | None:

@@ -48,6 +48,9 @@ class Offer:
     names: list[str] | None
     note: str = ""
     spent_workflows: frozenset[str] = frozenset()  # workflows not offered to `run_workflow` this step
+    # The filters that changed this offer (held an answer back or added to the note), in the order they
+    # acted: recorded on the step (`Step.guidance`), so a run shows which filters did anything, and where.
+    acted: tuple[str, ...] = ()
 
     def without_ids(self, held: Collection[str], actions: Iterable[str], page_ids: list[str]) -> Offer:
         """This offer with the ids `held` taken from each of `actions` (whatever each offered before)."""
@@ -862,7 +865,23 @@ def active_filters(
 
 
 def narrowed(offer: Offer, context: FilterContext, filters: Iterable[GuidanceFilter]) -> Offer:
-    """The offer each filter in turn leaves: the one loop that applies the agent's guidance."""
+    """The offer each filter in turn leaves: the one loop that applies the agent's guidance. Each filter
+    that changed what is offered is named in the result's `acted`."""
     for guidance_filter in filters:
-        offer = guidance_filter.narrow(context, offer)
+        left = guidance_filter.narrow(context, offer)
+        if changes_offer(offer, left, context.page.ids):
+            left = replace(left, acted=(*offer.acted, guidance_filter.name))
+        offer = left
     return offer
+
+
+def changes_offer(before: Offer, after: Offer, page_ids: Sequence[str]) -> bool:
+    """Whether `after` offers less than `before` or says more: an action or an id of an action held back,
+    a workflow held, or a note added. An action absent from `ids_for` takes every id on the page, so an
+    offer rewritten with the same ids spelled out changes nothing."""
+    if after.note != before.note or after.spent_workflows != before.spent_workflows:
+        return True
+    if (None if after.names is None else set(after.names)) != (None if before.names is None else set(before.names)):
+        return True
+    old, new = before.ids_for or {}, after.ids_for or {}
+    return any(set(new.get(n, page_ids)) != set(old.get(n, page_ids)) for n in {*old, *new})

@@ -48,6 +48,7 @@ class Decision(BaseModel):
     prompt_hash: str = ""
     prompt: list[dict[str, str]] = Field(default_factory=list)
     workflows: list[str] = Field(default_factory=list)
+    guidance: list[str] = Field(default_factory=list)  # the guidance filters that changed what it offered
 
 
 class DecisionContext(BaseModel):
@@ -244,6 +245,7 @@ def _decide_and_parse(
         step.llm_calls += decision.llm_calls
         step.prompt_hash = decision.prompt_hash or step.prompt_hash
         step.prompt = decision.prompt or step.prompt
+        step.guidance = decision.guidance or step.guidance
         for name in decision.workflows:
             if name not in trajectory.workflows_used:
                 trajectory.workflows_used.append(name)
