@@ -37,6 +37,7 @@ def record_workflow_run(run_dir: Path, *, name: str = "details", raw_reward: flo
             call = Step(
                 index=0, action={"name": "run_workflow", "args": {"name": "login", "params": {}}},
                 action_str="run_workflow('login', {})", prompt_tokens=900, completion_tokens=12, llm_calls=1,
+                guidance=["no_page_to_go_back_to"],
             )  # fmt: skip
             subs = [
                 Step(index=1, action={"name": "fill", "args": {"bid": "16", "value": "juan"}}, action_str="fill('16', 'juan')",
@@ -126,6 +127,7 @@ def test_the_episode_page_is_honest_about_verdict_steps_and_values(served_detail
     call = page.locator("section.step[data-step='0']").inner_text()
     assert "run_workflow('login', {})" in call and "username = 'juan' (read off the goal)" in call
     assert "1 model call" in call
+    assert "no_page_to_go_back_to (the filters that held" in page.locator("section.step[data-step='0'] [data-guidance]").inner_text()
     sub = page.locator(".substeps section.step[data-step='1']").inner_text()
     assert "no model call" in sub and "prompt not recorded" not in sub and "0 in / 0 out" not in sub
     snap(page, "episode-workflow")

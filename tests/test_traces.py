@@ -51,6 +51,7 @@ def make_step(index: int, **extra: object) -> Step:
         "prompt_tokens": 150 + index,
         "completion_tokens": 12,
         "llm_calls": 1,
+        "guidance": ["spent_choices", "goal_note"][: index % 3],  # the filters that acted, none at step 0
     }
     fields.update(extra)
     return Step(**fields)

@@ -99,6 +99,7 @@ CREATE TABLE IF NOT EXISTS step (
     reaction TEXT NOT NULL DEFAULT '',
     prompt TEXT NOT NULL DEFAULT '[]',
     box TEXT,
+    guidance TEXT NOT NULL DEFAULT '[]',
     UNIQUE(episode_id, idx)
 );
 """
@@ -115,6 +116,7 @@ ADDED_COLUMNS = (
     ("step", "reaction", "TEXT NOT NULL DEFAULT ''"),
     ("step", "prompt", "TEXT NOT NULL DEFAULT '[]'"),
     ("step", "box", "TEXT"),
+    ("step", "guidance", "TEXT NOT NULL DEFAULT '[]'"),
 )
 
 
@@ -217,6 +219,7 @@ class StepRow(BaseModel):
     reaction: str = ""
     prompt: list[dict[str, str]] = Field(default_factory=list)  # the messages sent (old folders: none)
     box: Box | None = None  # the target's box on the screenshot (old folders: none)
+    guidance: list[str] = Field(default_factory=list)  # the guidance filters that acted (old folders: none)
 
     @property
     def timings_ms(self) -> dict[str, float]:
@@ -255,6 +258,7 @@ class StepRow(BaseModel):
             reaction=self.reaction,
             prompt=self.prompt,
             box=self.box,
+            guidance=self.guidance,
         )
 
 
@@ -298,6 +302,7 @@ def step_values(
         "reaction": step.reaction,
         "prompt": _dumps(step.prompt),
         "box": None if step.box is None else step.box.model_dump_json(),
+        "guidance": _dumps(step.guidance),
     }
 
 
@@ -478,7 +483,7 @@ class RunDatabase:
         return None if row is None else self._step_row(row)
 
     def _step_row(self, row: sqlite3.Row) -> StepRow:
-        return self._row(StepRow, row, ("action", "target", "timings", "approval", "prompt", "box"))
+        return self._row(StepRow, row, ("action", "target", "timings", "approval", "prompt", "box", "guidance"))
 
     def recoveries(self) -> dict[str, int]:
         """Recoveries by episode id, every episode of the run listed (0 when none): failed top-level
