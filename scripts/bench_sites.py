@@ -11,7 +11,8 @@ Parts, each printed side by side with its target (this 2-core machine):
   episode, and the failure anatomy (ends, failure classes, repeated actions, parse refusals).
 
 Run: .venv/bin/python scripts/bench_sites.py --sites --observe
-     .venv/bin/python scripts/bench_sites.py --agent --site trac [--templates a,b] [--per-template N] [--out DIR]
+     .venv/bin/python scripts/bench_sites.py --agent --site trac [--templates a,b] [--per-template N | --instances 3]
+         [--guidance on|off] [--out DIR]
      .venv/bin/python scripts/bench_sites.py --report DIR      (the agent tables of a finished run)
 Writes DIR/bench_sites.md and DIR/bench_sites.json (default DIR: runs/<time>-bench-sites).
 """
@@ -129,15 +130,19 @@ def bench_observe(names: list[str], console: Console) -> list[dict]:
 # --------------------------------------------------------------------------------------------------
 
 
-def agent_task_names(site: str, templates: list[str], per_template: int | None) -> list[str]:
+def agent_task_names(
+    site: str, templates: list[str], per_template: int | None, instances: list[int] | None = None
+) -> list[str]:
     """The tasks of an agent run: every test instance of the site's (chosen) templates, or the first
     `per_template` test instances of each (a subset for a machine without hours to spare; the first ones,
-    never chosen by outcome)."""
-    if per_template is None:
+    never chosen by outcome), or the test instances numbered `instances` (one not seen while tuning)."""
+    if per_template is None and instances is None:
         return [f"{site}.{t}" for t in templates] or [site]
     from awm.sites.templates import load_templates
 
     chosen = [t for t in load_templates().values() if t.site == site and (not templates or t.id in templates)]
+    if instances is not None:
+        return [f"{t.key}#{n}" for t in chosen for n in t.numbers("test") if n in instances]
     return [f"{t.key}#{n}" for t in chosen for n in t.numbers("test")[:per_template]]
 
 
@@ -262,6 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         "--per-template", type=int, metavar="N", help="--agent: only the first N test instances of each template"
     )
     parser.add_argument(
+        "--instances", help="--agent: only these test instances of each template, a comma list (e.g. 3)"
+    )
+    parser.add_argument(
         "--guidance", choices=("on", "off"), default="on", help="--agent: the agent's guidance filters (default on)"
     )
     parser.add_argument("--out", type=Path, help="folder (default: runs/<time>-bench-sites); an agent run resumes")
@@ -289,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
             if len(names) != 1:
                 parser.error("--agent runs one site at a time: give --site NAME")
             templates = [t.strip() for t in (args.templates or "").split(",") if t.strip()]
-            tasks = agent_task_names(names[0], templates, args.per_template)
+            numbers = [int(n) for n in args.instances.split(",")] if args.instances else None
+            tasks = agent_task_names(names[0], templates, args.per_template, numbers)
             if not run_agent(names[0], tasks, out, console, args.guidance):
                 return 1
     if (out / "trajectories").is_dir():
