@@ -18,7 +18,10 @@ Each page scores two things apart:
 Why: on live pages nothing tells the agent it is finished; an agent that reaches the goal and then keeps
 clicking wastes the step budget and risks undoing its work. The pair of figures shows both halves.
 
-Writes OUT/summary.md (table, totals, command line, git commit), OUT/results.json and
+`--manifest PATH` runs another set of pages in the same format (e.g. `tests/fixtures/live-fresh/pages.json`,
+eight pages the agent's rules were not written from); the pages are served from the manifest's own folder.
+
+Writes OUT/summary.md (table, totals, command line, git commit, manifest), OUT/results.json and
 OUT/trajectories/<page>.json. The model is the embedded Qwen2.5-Coder-1.5B (llama.cpp); about a minute
 per page on 2 cores.
 """
@@ -348,7 +351,9 @@ def totals_table(t: Totals) -> Table:
     return table
 
 
-def summary_markdown(results: Sequence[PageResult], totals: Totals, *, command: str, commit: str) -> str:
+def summary_markdown(
+    results: Sequence[PageResult], totals: Totals, *, command: str, commit: str, manifest: str = ""
+) -> str:
     def row(cells: Sequence[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
@@ -356,7 +361,8 @@ def summary_markdown(results: Sequence[PageResult], totals: Totals, *, command: 
         "# Live pages: reached the goal, and ended the episode itself",
         "",
         f"Command: `{command}`  ",
-        f"Commit: `{commit}`",
+        f"Commit: `{commit}`" + ("  " if manifest else ""),
+        *([f"Manifest: `{manifest}`"] if manifest else []),
         "",
         row(TOTAL_COLUMNS),
         row(["---"] * len(TOTAL_COLUMNS)),
@@ -385,6 +391,15 @@ def summary_markdown(results: Sequence[PageResult], totals: Totals, *, command: 
     return "\n".join(lines) + "\n"
 
 
+def manifest_label(path: Path) -> str:
+    """The manifest as results record it: relative to the repository when inside it, else absolute."""
+    resolved = Path(path).resolve()
+    try:
+        return str(resolved.relative_to(ROOT))
+    except ValueError:
+        return str(resolved)
+
+
 def git_commit() -> str:
     try:
         out = subprocess.run(
@@ -408,14 +423,24 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
             "examples:\n"
             "  python scripts/bench_live.py --benchmark browsergym --out /tmp/bench-live-before\n"
             "  python scripts/bench_live.py --pages settings,hours --max-steps 6\n"
-            "  python scripts/bench_live.py --guidance off --out runs/live-guidance-off"
+            "  python scripts/bench_live.py --guidance off --out runs/live-guidance-off\n"
+            "  python scripts/bench_live.py --manifest tests/fixtures/live-fresh/pages.json --out runs/live-fresh"
         ),
     )
     parser.add_argument("--max-steps", type=int, default=10, help="step budget of each episode (default 10)")
     parser.add_argument(
         "--benchmark", default="live", help="the tasks' benchmark, which picks the action set (default live)"
     )
-    parser.add_argument("--pages", default=None, help="a comma list of page names (default: all ten)")
+    parser.add_argument(
+        "--manifest",
+        type=Path,
+        default=MANIFEST,
+        help="the pages' manifest; its pages are served from its own folder "
+        "(default tests/fixtures/live/pages.json)",
+    )
+    parser.add_argument(
+        "--pages", default=None, help="a comma list of page names (default: all of the manifest)"
+    )
     parser.add_argument(
         "--guidance", choices=("on", "off"), default="on", help="the agent's guidance filters (default on)"
     )
@@ -448,7 +473,8 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[PageResult], T
     from awm.trajectory import Task
     from awm.webarena.harness import HarnessConfig
 
-    pages = select_pages(load_manifest(), args.pages)
+    manifest = Path(args.manifest).resolve()
+    pages = select_pages(load_manifest(manifest), args.pages)
     out: Path = args.out or ROOT / "runs" / f"bench-live-{datetime.now():%Y%m%d-%H%M%S}"
     (out / "trajectories").mkdir(parents=True, exist_ok=True)
     settings = load_settings(
@@ -459,7 +485,7 @@ def run(args: argparse.Namespace, console: Console) -> tuple[list[PageResult], T
     harness = HarnessConfig(max_steps=args.max_steps)
     results: list[PageResult] = []
     started = time.monotonic()
-    with serve_logged(PAGES_DIR) as (base, log), progress_board(console) as board:
+    with serve_logged(manifest.parent) as (base, log), progress_board(console) as board:
         bar = board.bar("live", total=len(pages))
         bar.start(total=len(pages))
         for page in pages:
@@ -500,10 +526,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     commit = git_commit()
     console.print(results_table(results))
     console.print(totals_table(totals))
-    (out / "summary.md").write_text(summary_markdown(results, totals, command=command, commit=commit))
+    manifest = manifest_label(args.manifest)
+    summary = summary_markdown(results, totals, command=command, commit=commit, manifest=manifest)
+    (out / "summary.md").write_text(summary)
     report = {
         "command": command,
         "commit": commit,
+        "manifest": manifest,
         "max_steps": args.max_steps,
         "benchmark": args.benchmark,
         "guidance": args.guidance,
