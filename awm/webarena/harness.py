@@ -42,6 +42,7 @@ class Decision(BaseModel):
 
     text: str
     prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0  # of prompt_tokens, those the server reused from its prefix cache
     completion_tokens: int = 0
     llm_ms: float = 0
     llm_calls: int = 1
@@ -241,6 +242,7 @@ def _decide_and_parse(
             step.timings_ms["llm"] = step.timings_ms.get("llm", 0.0) + (time.perf_counter() - started) * 1000
         step.model_output = decision.text
         step.prompt_tokens += decision.prompt_tokens
+        step.cached_prompt_tokens += decision.cached_prompt_tokens
         step.completion_tokens += decision.completion_tokens
         step.llm_calls += decision.llm_calls
         step.prompt_hash = decision.prompt_hash or step.prompt_hash
