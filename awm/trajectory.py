@@ -28,7 +28,7 @@ StepOutcome = Literal[
     "llm_error",
     "env_error",
     "context_overflow",
-    "refused",  # the rails refused the action (a field they never fill, leaving the site): the run ends
+    "refused",  # the rails refused the action (a field they never fill, leaving the site): fed back once, then the run ends
     "denied",  # the confirmation gate denied a sensitive action: fed back to the model, the run goes on
 ]
 
