@@ -11,6 +11,8 @@ of the train instances' annotated demonstrations of the config's templates, resu
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -71,6 +73,48 @@ def replay_demonstrations(config: Path, settings: Settings, console: Console) ->
             raise StageError(result.error or f"stage '{result.failed_stage}' failed")
 
 
+def running_sites() -> dict[str, str]:
+    """The arena's sites whose server is running now: name -> URL."""
+    from awm.sites import lifecycle
+    from awm.sites.registry import get_site, site_names
+
+    states = {name: lifecycle.server_state(get_site(name)) for name in site_names(None)}
+    return {name: f"http://127.0.0.1:{state.port}/" for name, state in states.items() if state is not None}
+
+
+def after_the_job(before: dict[str, str], after: dict[str, str]) -> tuple[list[str], list[str]]:
+    """(sites to stop: started during the job; lines to print: what was stopped, what is left running).
+
+    Why: the job starts the arena's servers it needs and a person who ran `make demo` should not find
+    them still holding memory and ports afterwards without being told; a site that was running before
+    the job is someone's own (`awm sites up`), so it is left as it was, and said so."""
+    started = sorted(set(after) - set(before))
+    kept = sorted(set(after) & set(before))
+    lines = [f"stopped {name} (started for this job)" for name in started]
+    lines += [
+        f"left running: {name} at {after[name]} (it was running before the job; `awm sites down --site {name}` stops it)"
+        for name in kept
+    ]
+    return started, lines
+
+
+@contextmanager
+def stopping_the_sites_it_starts(console: Console) -> Iterator[None]:
+    """Stop, when the job ends (or fails), the arena sites it started, and say which sites are left running."""
+    from awm.sites import lifecycle
+    from awm.sites.registry import get_site
+
+    before = running_sites()
+    try:
+        yield
+    finally:
+        to_stop, lines = after_the_job(before, running_sites())
+        for name in to_stop:
+            lifecycle.down(get_site(name))
+        for line in lines:
+            console.print(line, markup=False, highlight=False)
+
+
 def demo_command(
     config: Annotated[
         Path,
@@ -83,7 +127,8 @@ def demo_command(
     workers: Annotated[int, typer.Option(min=1, help="Episodes at once, one browser each.")] = 1,
 ) -> None:
     """Run the main job: memory off against online executable workflow memory on three Trac templates
-    of the arena with the local model, then print the comparison and where RESULTS.md is.
+    of the arena with the local model, then print the comparison and where RESULTS.md is. The arena
+    sites it starts are stopped at the end; one that was already running is left running, and said so.
 
     First, the train instances' demonstrations are replayed (no model) into the folder the memory arm
     induces from; then the config's [pipeline] and [[arm]] tables run; its [llm] table sets the model.
@@ -94,8 +139,9 @@ def demo_command(
     from awm.pipeline.ablation import load_ablation, run_ablation
 
     console = Console()
-    replay_demonstrations(config, load_settings(config), console)
-    plan = load_ablation(config, workers=workers)
-    folder = out or Path(plan.settings.runs_dir) / f"{datetime.now():%Y%m%d-%H%M%S}-demo"
-    console.print(f"main job: {config} -> {folder}")
-    run_ablation(plan, folder, console=console)
+    with stopping_the_sites_it_starts(console):
+        replay_demonstrations(config, load_settings(config), console)
+        plan = load_ablation(config, workers=workers)
+        folder = out or Path(plan.settings.runs_dir) / f"{datetime.now():%Y%m%d-%H%M%S}-demo"
+        console.print(f"main job: {config} -> {folder}")
+        run_ablation(plan, folder, console=console)

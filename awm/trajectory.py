@@ -28,7 +28,7 @@ StepOutcome = Literal[
     "llm_error",
     "env_error",
     "context_overflow",
-    "refused",  # the rails refused the action (a field they never fill, leaving the site): the run ends
+    "refused",  # the rails refused the action (a field they never fill, leaving the site): fed back once, then the run ends
     "denied",  # the confirmation gate denied a sensitive action: fed back to the model, the run goes on
 ]
 
@@ -119,6 +119,9 @@ class Step(BaseModel):
     feedback: str = ""
     timings_ms: dict[str, float] = Field(default_factory=dict)
     prompt_tokens: int = 0
+    # Of prompt_tokens, those the model server reused from its prefix cache (0: none, or not reported):
+    # the rest it had to process, which is most of what a step costs in model time on a CPU.
+    cached_prompt_tokens: int = 0
     completion_tokens: int = 0
     llm_calls: int = 0
     prompt_hash: str = ""  # sha256 of the exact messages sent for this step (empty: no model call)
@@ -232,6 +235,10 @@ class Trajectory(BaseModel):
     @property
     def prompt_tokens(self) -> int:
         return sum(s.prompt_tokens for s in self.steps)
+
+    @property
+    def cached_prompt_tokens(self) -> int:
+        return sum(s.cached_prompt_tokens for s in self.steps)
 
     @property
     def completion_tokens(self) -> int:

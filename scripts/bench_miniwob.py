@@ -38,7 +38,14 @@ from rich.table import Table
 
 from awm.evaluation.success import is_success
 from awm.files import write_text_atomic
-from awm.pipeline.episode_tables import anatomy, anatomy_lines, group_rows, latest_trajectories, overall
+from awm.pipeline.episode_tables import (
+    anatomy,
+    anatomy_lines,
+    group_rows,
+    latest_trajectories,
+    overall,
+    step_cost_line,
+)
 from awm.trajectory import Trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,7 +71,8 @@ def render_markdown(run_dir: Path, rows: list[dict], total: dict, causes: dict, 
         f"- written: {datetime.now().isoformat(timespec='seconds')}",
         "",
         f"**Solved {total['solved']}/{total['episodes']} ({rate})**; {total['calls_per_step']:.2f} model calls and "
-        f"{total['prompt_tokens_per_step']:.0f} prompt tokens per step, {total['seconds_per_episode']:.1f} s per episode.",
+        f"{total['prompt_tokens_per_step']:.0f} prompt tokens per step, {total['seconds_per_episode']:.1f} s per episode. "
+        f"{step_cost_line(total)}",
         "",
         "| task | solved | mean steps | calls/step | prompt tok/step | s/episode | ends |",
         "|---|---:|---:|---:|---:|---:|---|",

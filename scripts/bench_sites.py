@@ -32,7 +32,14 @@ from rich.console import Console
 from rich.table import Table
 
 from awm.files import write_text_atomic
-from awm.pipeline.episode_tables import anatomy, anatomy_lines, group_rows, latest_trajectories, overall
+from awm.pipeline.episode_tables import (
+    anatomy,
+    anatomy_lines,
+    group_rows,
+    latest_trajectories,
+    overall,
+    step_cost_line,
+)
 from awm.trajectory import Trajectory
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -241,7 +248,7 @@ def render_markdown(data: dict) -> str:
             f"{total['prompt_tokens_per_step']:.0f} prompt tokens per step, {total['seconds_per_episode']:.1f} s per episode; "
             f"observation tokens per step: median {total['observation_tokens']['median']:.0f}, max "
             f"{total['observation_tokens']['max']}, {total['observation_tokens']['over_target']} of "
-            f"{total['observation_tokens']['steps']} steps over 1,500.",
+            f"{total['observation_tokens']['steps']} steps over 1,500. {step_cost_line(total)}",
             "",
             "| template | solved | mean steps | calls/step | prompt tok/step | s/episode | ends |",
             "|---|---:|---:|---:|---:|---:|---|",

@@ -19,7 +19,9 @@ Example::
 `Reply` fields: ``text`` (the assistant's reply), ``status`` (HTTP status; non-200 sends an error body),
 ``delay`` (seconds to sleep before answering: simulates a slow or hung server), ``body`` (raw bytes
 sent as-is instead of a well-formed reply: garbage), ``headers`` (e.g. ``{"Retry-After": "0"}``),
-``prompt_tokens`` / ``completion_tokens`` (the usage reported).
+``prompt_tokens`` / ``completion_tokens`` (the usage reported), ``cached_tokens`` (of the prompt tokens,
+those reported reused from a prefix cache: OpenAI's and llama.cpp's ``prompt_tokens_details.cached_tokens``,
+Anthropic's ``cache_read_input_tokens``; None reports nothing, as a server without a cache does).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ class Reply:
     headers: dict[str, str] = field(default_factory=dict)
     prompt_tokens: int = 11
     completion_tokens: int = 3
+    cached_tokens: int | None = None
 
 
 @dataclass
@@ -71,6 +74,7 @@ def _openai_body(reply: Reply, model: str) -> dict[str, Any]:
             "prompt_tokens": reply.prompt_tokens,
             "completion_tokens": reply.completion_tokens,
             "total_tokens": reply.prompt_tokens + reply.completion_tokens,
+            **({} if reply.cached_tokens is None else {"prompt_tokens_details": {"cached_tokens": reply.cached_tokens}}),
         },
     }
 
@@ -84,7 +88,11 @@ def _anthropic_body(reply: Reply, model: str) -> dict[str, Any]:
         "content": [{"type": "text", "text": reply.text}],
         "stop_reason": "end_turn",
         "stop_sequence": None,
-        "usage": {"input_tokens": reply.prompt_tokens, "output_tokens": reply.completion_tokens},
+        "usage": {
+            "input_tokens": reply.prompt_tokens - (reply.cached_tokens or 0),  # Anthropic counts cache reads apart
+            "output_tokens": reply.completion_tokens,
+            **({} if reply.cached_tokens is None else {"cache_read_input_tokens": reply.cached_tokens}),
+        },
     }
 
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from awm.demo import DEFAULT_CONFIG, demonstration_folders, train_instances
+from awm.demo import DEFAULT_CONFIG, after_the_job, demonstration_folders, train_instances
 from awm.errors import ConfigError
 from awm.pipeline.ablation import load_ablation
 
@@ -42,3 +42,16 @@ def test_the_demo_config_loads_once_its_demonstrations_exist(tmp_path: Path, mon
     memory = arms["memory"]
     assert (memory.memory, memory.workflows, memory.verify, memory.scope) == ("online", "executable", "replay", "task")
     assert memory.offline_from == [tmp_path / "runs" / "demo-trac-demos"]
+
+
+def test_the_job_stops_the_sites_it_started_and_names_the_ones_it_leaves_running() -> None:
+    before = {"shop": "http://127.0.0.1:4100/"}
+    after = {"shop": "http://127.0.0.1:4100/", "trac": "http://127.0.0.1:4200/"}
+    to_stop, lines = after_the_job(before, after)
+    assert to_stop == ["trac"]
+    assert lines == [
+        "stopped trac (started for this job)",
+        "left running: shop at http://127.0.0.1:4100/ (it was running before the job; "
+        "`awm sites down --site shop` stops it)",
+    ]
+    assert after_the_job({}, {}) == ([], [])

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from awm.pipeline.episode_tables import anatomy, anatomy_lines, guidance_acted
+from awm.pipeline.episode_tables import anatomy, anatomy_lines, guidance_acted, step_cost_line, step_costs
 from awm.trajectory import Step, Task, Trajectory, Verdict
 
 
@@ -28,3 +28,21 @@ def test_guidance_acted_counts_steps_episodes_and_solved_episodes_per_filter() -
     # A report written before the record existed still renders.
     old = {k: v for k, v in anatomy(runs, lambda t: t.task.scope).items() if k != "guidance_acted"}
     assert "- none" in anatomy_lines(old)[anatomy_lines(old).index("### Guidance filters that acted (all episodes)") + 2]
+
+
+def test_step_costs_read_model_steps_only_with_median_p95_and_the_cache_share() -> None:
+    def step(i: int, tokens: int, cached: int, llm_ms: float, calls: int = 1) -> Step:
+        return Step(index=i, prompt_tokens=tokens, cached_prompt_tokens=cached, llm_calls=calls, timings_ms={"llm": llm_ms})
+
+    called = [step(i, 500 + 100 * i, 400, 1000.0 * (i + 1)) for i in range(20)]
+    sub_step = step(20, 0, 0, 0.0, calls=0)  # a workflow's sub-step: no model call, not a model step
+    run = episode("a", 1.0)
+    run.steps = [*called, sub_step]
+    costs = step_costs([run])
+    assert costs["model_steps"] == 20
+    assert (costs["model_s_per_step_median"], costs["model_s_per_step_p95"]) == (10.5, 19.0)
+    assert (costs["prompt_tokens_per_step_median"], costs["prompt_tokens_per_step_p95"]) == (1450.0, 2300.0)
+    assert costs["prompt_tokens_reused"] == 8000
+    assert costs["reused_fraction"] == 8000 / sum(500 + 100 * i for i in range(20))
+    assert "10.5 s median, 19.0 s p95" in step_cost_line(costs) and "% of prompt tokens reused" in step_cost_line(costs)
+    assert step_costs([])["reused_fraction"] == 0.0

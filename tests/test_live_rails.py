@@ -74,12 +74,17 @@ def test_the_start_url_needs_allow_host_for_loopback(base_url: str) -> None:
     ("field", "why"),
     [("Password", "a password field (type=password)"), ("Card number", "has the payment term 'card'")],
 )
-def test_a_refused_field_ends_the_run_at_plan_time(live: BrowserSession, base_url: str, field: str, why: str) -> None:
-    script = LabelScript([f"I fill it.\nfill('{{{field}}}', 'secret')", "noop()"])
-    trajectory = run_episode(live, script, live_task(base_url), HarnessConfig(max_steps=3))
-    assert trajectory.end == "refused"
-    step = trajectory.steps[-1]
-    assert step.outcome == "refused" and why in step.error
+def test_a_refused_field_is_fed_back_once_and_a_second_refusal_ends_the_run(
+    live: BrowserSession, base_url: str, field: str, why: str
+) -> None:
+    script = LabelScript([f"I fill it.\nfill('{{{field}}}', 'secret')", "fill('{Display name}', 'Ann')", f"fill('{{{field}}}', 'x')"])
+    trajectory = run_episode(live, script, live_task(base_url), HarnessConfig(max_steps=4))
+    slip, after, again = trajectory.steps
+    assert slip.outcome == "refused" and why in slip.error
+    assert slip.feedback.startswith("Refused: refused to fill") and "Nothing was typed" in slip.feedback
+    assert script.contexts[1].feedback == slip.feedback  # the model is told, and the run goes on
+    assert after.outcome == "ok" and live.page.locator("#display").input_value() == "Ann"
+    assert trajectory.end == "refused" and again.outcome == "refused" and "2 refusals in this run" in again.error
     assert live.page.locator("#password").input_value() == "" and live.page.locator("#card").input_value() == ""
     assert trajectory.verdict.reward is None  # a live page has no reward
 
@@ -154,20 +159,33 @@ def test_an_email_is_typed_but_a_form_that_takes_a_card_asks_the_gate(live: Brow
     assert live.page.locator("#email").input_value() == "ann@example.test" and status_text(live) == "Nothing changed yet"
 
 
-def test_leaving_the_site_is_a_hard_stop_that_names_the_domain(live: BrowserSession, base_url: str) -> None:
-    script = LabelScript(["Look at the offers.\nclick('{Partner offers}')", "noop()"])
+def test_a_link_off_the_site_is_refused_and_the_page_brought_back_and_a_second_try_ends_the_run(
+    live: BrowserSession, base_url: str
+) -> None:
+    script = LabelScript(["Look at the offers.\nclick('{Partner offers}')", "click('{Partner offers}')", "noop()"])
     trajectory = run_episode(live, script, live_task(base_url), HarnessConfig(max_steps=3))
-    assert trajectory.end == "refused"
-    step = trajectory.steps[-1]
-    assert step.outcome == "refused" and "127.0.0.1" in step.error and "other.test" in step.error
+    slip, again = trajectory.steps
+    assert slip.outcome == "refused" and "127.0.0.1" in slip.error and "other.test" in slip.error
+    assert f"the page is back at {base_url}live_account.html" in slip.feedback
+    assert script.contexts[1].page.url == f"{base_url}live_account.html"  # the next step saw the site again
+    assert "Partner offers" in script.contexts[1].page.text
+    assert trajectory.end == "refused" and again.outcome == "refused" and "2 refusals in this run" in again.error
     assert trajectory.meta["rails"]["blocked_hosts"] == ["other.test"]
 
 
 def test_goto_off_the_site_is_refused_before_it_is_sent(live: BrowserSession, base_url: str) -> None:
-    script = LabelScript(["goto('http://other.test/page.html')"])
+    script = LabelScript(["goto('http://other.test/page.html')", "fill('{Display name}', 'Ann')"])
     trajectory = run_episode(live, script, live_task(base_url), HarnessConfig(max_steps=2))
-    assert trajectory.end == "refused" and "would leave 127.0.0.1" in trajectory.steps[-1].error
+    slip, after = trajectory.steps
+    assert slip.outcome == "refused" and "would leave 127.0.0.1" in slip.error
+    assert after.outcome == "ok" and trajectory.end == "max_steps"
     assert trajectory.meta["rails"]["blocked"] == []  # refused before any request
+
+
+def test_with_no_slip_fed_back_the_first_refusal_ends_the_run(live: BrowserSession, base_url: str) -> None:
+    script = LabelScript(["fill('{Password}', 'secret')", "noop()"])
+    trajectory = run_episode(live, script, live_task(base_url), HarnessConfig(max_steps=3, slips_fed_back=0))
+    assert trajectory.end == "refused" and len(trajectory.steps) == 1
 
 
 def test_a_download_is_cancelled(live: BrowserSession, base_url: str) -> None:

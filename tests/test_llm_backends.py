@@ -169,6 +169,23 @@ def test_meter_accumulates_per_purpose(tmp_path: Path) -> None:
     assert meter.total().calls == 3
 
 
+def test_prompt_tokens_reused_from_the_servers_prefix_cache_are_recorded(tmp_path: Path) -> None:
+    """The share of a prompt the server did not process again, as an OpenAI-compatible server (llama.cpp's
+    among them) and Anthropic report it, per call and summed per purpose; a server that says nothing: 0."""
+    meter = UsageMeter()
+    replies = [Reply(prompt_tokens=1200, cached_tokens=1100), Reply(prompt_tokens=1300, cached_tokens=0), Reply()]
+    with StubLLMServer(replies) as stub:
+        client = make_client(settings_for(tmp_path, stub.base_url), meter=meter)
+        first, second, silent = (client.chat(ChatRequest(messages=HI, purpose="actor")) for _ in range(3))
+    assert (first.usage.prompt_tokens, first.usage.cached_prompt_tokens) == (1200, 1100)
+    assert (second.usage.cached_prompt_tokens, silent.usage.cached_prompt_tokens) == (0, 0)
+    assert (meter.by_purpose()["actor"].prompt_tokens, meter.by_purpose()["actor"].cached_prompt_tokens) == (2511, 1100)
+    with StubLLMServer(default=Reply(prompt_tokens=900, cached_tokens=800)) as stub:
+        settings = settings_for(tmp_path, stub.root_url, backend="anthropic", model="claude-haiku-4-5", api_key="k")
+        claude = make_client(settings).chat(ChatRequest(messages=HI))
+    assert (claude.usage.prompt_tokens, claude.usage.cached_prompt_tokens) == (900, 800)
+
+
 def test_anthropic_backend_splits_system_and_retries(tmp_path: Path) -> None:
     messages = [
         {"role": "system", "content": "be brief"},

@@ -97,6 +97,16 @@ def local_style_client(stub: StubLLMServer, settings: Settings) -> OpenAICompati
     )  # fmt: skip
 
 
+def test_a_decision_carries_the_prompt_tokens_the_server_reused_from_its_cache() -> None:
+    """What the llama.cpp server reports (`prompt_tokens_details.cached_tokens`) reaches the decision, and
+    the harness adds it to the step (`Step.cached_prompt_tokens`), so a run says what its prompts cost."""
+    with StubLLMServer([Reply(text="click('12')", prompt_tokens=640, cached_tokens=600)]) as stub:
+        settings = stub_settings(stub)
+        agent = LLMAgent(local_style_client(stub, settings), CharEstimateCounter(), settings=settings)
+        decision = agent.decide(ctx(page(["11", "12", "13"]), []))
+    assert (decision.prompt_tokens, decision.cached_prompt_tokens) == (640, 600)
+
+
 # --- prompt shape (no model call) ---------------------------------------------------------------
 
 

@@ -59,7 +59,8 @@ class LabelScript:
             assert found, f"no element labelled {match.group(1)!r} in:\n{ctx.page.text}"
             return found[0]
 
-        return Decision(text=re.sub(r"\{([^{}]+)\}", bid_of, template))
+        # Each call reports 7 prompt tokens, 5 of them reused from a server's prefix cache.
+        return Decision(text=re.sub(r"\{([^{}]+)\}", bid_of, template), prompt_tokens=7, cached_prompt_tokens=5)
 
 
 # --- MiniWoB through the same harness path the model uses ----------------------------------------
@@ -93,6 +94,7 @@ def test_disabled_target_fails_fast_after_one_parse_retry(session: BrowserSessio
     first, second = trajectory.steps
     assert policy.contexts[1].retry_error.startswith("no_action")  # the exact parse error was fed back
     assert first.llm_calls == 2
+    assert (first.prompt_tokens, first.cached_prompt_tokens) == (14, 10)  # both calls of the step, reuse too
     assert first.outcome == "not_interactable" and "disabled" in first.error
     assert first.timings_ms["execute"] < 1500
     assert "not_interactable" in first.feedback and policy.contexts[2].feedback == first.feedback

@@ -18,7 +18,7 @@ import anthropic
 from awm.config import LLMSettings
 from awm.errors import LLMError
 from awm.llm.base import ChatRequest, ChatResult
-from awm.llm.results import finish_call
+from awm.llm.results import Reply, finish_call
 from awm.llm.retry import RetryPolicy, TransientError, call_with_retry, is_retryable_status
 from awm.llm.usage import UsageMeter
 from awm.tokens import TokenCounter, counter_for
@@ -100,7 +100,7 @@ class AnthropicClient:
         """An estimate (characters / 3.2): Anthropic's tokenizer is not public."""
         return counter_for("anthropic", self.model)
 
-    def _attempt(self, kwargs: dict[str, Any], remaining: float | None) -> tuple[str, int, int]:
+    def _attempt(self, kwargs: dict[str, Any], remaining: float | None) -> Reply:
         timeout = self._settings.timeout_s if remaining is None else min(self._settings.timeout_s, remaining)
         try:
             response = self._client.messages.create(**kwargs, timeout=timeout)
@@ -125,11 +125,14 @@ class AnthropicClient:
             raise TransientError(f"malformed reply ({_short(exc)})") from None
         try:
             text = "".join(block.text for block in response.content if getattr(block, "type", "") == "text")
-            prompt = int(response.usage.input_tokens or 0)
+            # Anthropic counts cache reads and writes apart from `input_tokens`: all three are the prompt.
+            cached = int(getattr(response.usage, "cache_read_input_tokens", 0) or 0)
+            written = int(getattr(response.usage, "cache_creation_input_tokens", 0) or 0)
+            prompt = int(response.usage.input_tokens or 0) + cached + written
             completion = int(response.usage.output_tokens or 0)
         except (AttributeError, TypeError):
             raise TransientError(f"malformed reply: {_short(response)}") from None
-        return text, prompt, completion
+        return Reply(text, prompt, completion, cached)
 
     def chat(self, request: ChatRequest) -> ChatResult:
         """One chat call with retries; raises `LLMError` when it fails for good."""
@@ -138,12 +141,9 @@ class AnthropicClient:
         outcome = call_with_retry(
             lambda remaining: self._attempt(kwargs, remaining), self._retry, self.endpoint
         )
-        raw, prompt_tokens, completion_tokens = outcome.value
         return finish_call(
             request,
-            raw,
-            prompt_tokens,
-            completion_tokens,
+            outcome.value,
             started=started,
             attempts=outcome.attempts,
             backend=self.backend,

@@ -31,6 +31,9 @@ class ChatRequest(BaseModel):
 class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # Of `prompt_tokens`, those the server reused from its prefix cache instead of processing them again
+    # (0: none, or the server does not say). What a step cost in model time is mostly the others.
+    cached_prompt_tokens: int = 0
     cost_usd: float = 0.0
 
 

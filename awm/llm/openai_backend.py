@@ -16,7 +16,7 @@ import openai
 from awm.config import LLMSettings
 from awm.errors import LLMError, PromptTooLargeError
 from awm.llm.base import ChatRequest, ChatResult
-from awm.llm.results import finish_call
+from awm.llm.results import Reply, finish_call
 from awm.llm.retry import RetryPolicy, TransientError, call_with_retry, is_retryable_status
 from awm.llm.usage import UsageMeter
 from awm.tokens import TokenCounter, counter_for
@@ -135,7 +135,7 @@ class OpenAICompatibleClient:
         """tiktoken for `openai`; the server's own tokenizer (`/tokenize`) for backend `local`."""
         return counter_for(self.backend, self.model, self.endpoint)
 
-    def _attempt(self, kwargs: dict[str, Any], remaining: float | None) -> tuple[str, int, int]:
+    def _attempt(self, kwargs: dict[str, Any], remaining: float | None) -> Reply:
         timeout = self._settings.timeout_s if remaining is None else min(self._settings.timeout_s, remaining)
         try:
             response = self._client.chat.completions.create(**kwargs, timeout=timeout)
@@ -154,7 +154,9 @@ class OpenAICompatibleClient:
         usage = getattr(response, "usage", None)
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         completion = int(getattr(usage, "completion_tokens", 0) or 0)
-        return text, prompt, completion
+        # OpenAI and llama.cpp's server both say how many prompt tokens came from the prefix cache here.
+        cached = int(getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0)
+        return Reply(text, prompt, completion, min(cached, prompt))
 
     def chat(self, request: ChatRequest) -> ChatResult:
         """One chat call with retries; raises `LLMError` when it fails for good."""
@@ -165,12 +167,9 @@ class OpenAICompatibleClient:
         outcome = call_with_retry(
             lambda remaining: self._attempt(kwargs, remaining), self._retry, self.endpoint
         )
-        raw, prompt_tokens, completion_tokens = outcome.value
         return finish_call(
             request,
-            raw,
-            prompt_tokens,
-            completion_tokens,
+            outcome.value,
             started=started,
             attempts=outcome.attempts,
             backend=self.backend,

@@ -34,10 +34,15 @@ def cost_usd(model: str, prompt_tokens: int, completion_tokens: int, prices: dic
     return (prompt_tokens * price.prompt + completion_tokens * price.completion) / 1_000_000
 
 
-def make_usage(model: str, prompt_tokens: int, completion_tokens: int, prices: dict[str, Price]) -> Usage:
+def make_usage(
+    model: str, prompt_tokens: int, completion_tokens: int, prices: dict[str, Price], *, cached_prompt_tokens: int = 0
+) -> Usage:
+    """A call's usage, priced at the full prompt price (a cache discount, where a provider gives one, is not
+    counted: the figure is an upper bound)."""
     return Usage(
         prompt_tokens=prompt_tokens,
         completion_tokens=completion_tokens,
+        cached_prompt_tokens=cached_prompt_tokens,
         cost_usd=cost_usd(model, prompt_tokens, completion_tokens, prices),
     )
 
@@ -49,6 +54,7 @@ class PurposeUsage(BaseModel):
     cached_calls: int = 0
     attempts: int = 0
     prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0  # of prompt_tokens, those the server reused from its prefix cache
     completion_tokens: int = 0
     cost_usd: float = 0.0
     seconds: float = 0.0
@@ -75,6 +81,7 @@ class UsageMeter:
             entry.calls += 1
             entry.attempts += attempts
             entry.prompt_tokens += usage.prompt_tokens
+            entry.cached_prompt_tokens += usage.cached_prompt_tokens
             entry.completion_tokens += usage.completion_tokens
             entry.cost_usd += usage.cost_usd
             entry.seconds += seconds

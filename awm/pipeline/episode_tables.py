@@ -9,7 +9,9 @@ runs the same way, and a figure that means one thing in one table must mean it i
 
 from __future__ import annotations
 
+import math
 import re
+import statistics
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
@@ -32,8 +34,46 @@ def latest_trajectories(run_dir: Path) -> list[Trajectory]:
     return [latest[k] for k in sorted(latest)]
 
 
+def p95(values: list[float]) -> float:
+    """The 95th percentile (nearest rank), 0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+
+
+def step_costs(trajectories: list[Trajectory]) -> dict:
+    """What the model's steps cost (steps with a model call; a workflow's sub-steps have none): model
+    seconds and prompt tokens per step, median and p95, and the share of prompt tokens the model server
+    reused from its prefix cache (the rest it processed, which is most of a step's time on a CPU)."""
+    called = [s for t in trajectories for s in t.steps if s.llm_calls]
+    seconds = [s.timings_ms.get("llm", 0.0) / 1000.0 for s in called]
+    tokens = [float(s.prompt_tokens) for s in called]
+    prompt = sum(tokens)
+    return {
+        "model_steps": len(called),
+        "model_s_per_step_median": statistics.median(seconds) if seconds else 0.0,
+        "model_s_per_step_p95": p95(seconds),
+        "prompt_tokens_per_step_median": statistics.median(tokens) if tokens else 0.0,
+        "prompt_tokens_per_step_p95": p95(tokens),
+        "prompt_tokens_reused": sum(s.cached_prompt_tokens for s in called),
+        "reused_fraction": sum(s.cached_prompt_tokens for s in called) / prompt if prompt else 0.0,
+    }
+
+
+def step_cost_line(figures: dict) -> str:
+    """`step_costs` in one sentence, for a bench's report."""
+    return (
+        f"Model steps: {figures['model_s_per_step_median']:.1f} s median, {figures['model_s_per_step_p95']:.1f} s p95; "
+        f"prompt tokens {figures['prompt_tokens_per_step_median']:,.0f} median, "
+        f"{figures['prompt_tokens_per_step_p95']:,.0f} p95; {100 * figures['reused_fraction']:.0f}% of prompt tokens "
+        "reused from the model server's prefix cache."
+    )
+
+
 def overall(trajectories: list[Trajectory]) -> dict:
-    """Episodes, solved, success rate, steps, model calls and prompt tokens per step, s per episode."""
+    """Episodes, solved, success rate, steps, model calls and prompt tokens per step, s per episode, and
+    what the model's steps cost (`step_costs`)."""
     steps = sum(len(t.steps) for t in trajectories)
     n = len(trajectories)
     solved = sum(is_success(t) for t in trajectories)
@@ -45,6 +85,7 @@ def overall(trajectories: list[Trajectory]) -> dict:
         "calls_per_step": sum(s.llm_calls for t in trajectories for s in t.steps) / steps if steps else 0.0,
         "prompt_tokens_per_step": sum(t.prompt_tokens for t in trajectories) / steps if steps else 0.0,
         "seconds_per_episode": sum(t.seconds for t in trajectories) / n if n else 0.0,
+        **step_costs(trajectories),
     }
 
 

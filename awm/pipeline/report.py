@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 
 from awm.evaluation.audit import JudgeAudit, audit
 from awm.evaluation.success import SUCCESS_RULE, is_success
+from awm.pipeline.episode_tables import step_costs
 from awm.pipeline.results import replay_warnings
 from awm.pipeline.stats import (
     CI_WILSON,
@@ -126,6 +127,7 @@ class ArmStats(BaseModel):
     workflow_calls: int = 0  # `run_workflow` calls over all episodes
     workflow_calls_completed: int = 0  # of which every sub-step ran
     tokens_per_task: dict[str, float] = Field(default_factory=dict)  # actor, judge, induction, total
+    step_costs: dict[str, float] = Field(default_factory=dict)  # the model's steps: `episode_tables.step_costs`
     cost_per_task_usd: float = 0.0
     seconds_per_task: float | None = None
     wall_seconds: float = 0.0
@@ -286,6 +288,7 @@ def arm_stats(name: str, runs: Sequence[ArmRun], *, actor_cost_usd: float = 0.0)
         workflow_calls=sum(r.workflow_calls for r in rows),
         workflow_calls_completed=sum(r.workflow_calls_completed for r in rows),
         tokens_per_task={k: round(v, 1) for k, v in tokens.items()},
+        step_costs=step_costs(trajectories),
         cost_per_task_usd=per(actor_cost_usd + other_cost),
         seconds_per_task=sum(r.seconds for r in rows) / n if n else None,
         wall_seconds=round(sum(run.wall_seconds for run in runs), 1),

@@ -162,6 +162,32 @@ def _calls_section(report: AblationReport) -> list[str]:
     )
 
 
+def _step_cost_section(report: AblationReport) -> list[str]:
+    header = ("arm", "model steps", "model s/step (median / p95)", "prompt tokens/step (median / p95)", "reused")
+    rows = []
+    for a in report.arms:
+        c = a.step_costs
+        if not c:  # a report written before step costs were kept
+            continue
+        rows.append((
+            a.name,
+            int(c["model_steps"]),
+            f"{c['model_s_per_step_median']:.1f} / {c['model_s_per_step_p95']:.1f}",
+            f"{c['prompt_tokens_per_step_median']:,.0f} / {c['prompt_tokens_per_step_p95']:,.0f}",
+            f"{100 * c['reused_fraction']:.0f}%",
+        ))  # fmt: skip
+    if not rows:
+        return []
+    return section(
+        "What a model step cost",
+        "Over the steps with a model call (a workflow's sub-steps have none): the model's seconds and the "
+        "prompt's tokens per step, and the share of prompt tokens the model server reused from its prefix "
+        "cache (what it did not process again; 0% where a server does not say).",
+        "",
+        *md_table(header, "lrrrr", rows),
+    )
+
+
 def _paired_table(comparisons: Sequence[PairedComparison]) -> list[str]:
     header = (
         "A",
@@ -334,6 +360,7 @@ def render_markdown(report: AblationReport) -> str:
         *head_lines(report, f"Ablation {report.name}"),
         *_arms_section(report),
         *_calls_section(report),
+        *_step_cost_section(report),
         *_paired_sections(report),
         *_budget_match_section(report),
         *_per_task_section(report),

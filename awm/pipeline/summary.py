@@ -44,6 +44,7 @@ class EpisodeSummary(BaseModel):
     seconds: float
     llm_seconds: float
     failure_classes: dict[str, int] = Field(default_factory=dict)  # step outcomes other than ok
+    cached_prompt_tokens: int = 0  # of prompt_tokens, reused from the model server's prefix cache
     memory_version: int | None = None
     workflows_used: list[str] = Field(default_factory=list)
     # What decided `success`: ``ground truth`` (a reward), ``judge``, or ``self-reported`` (a live page
@@ -62,6 +63,11 @@ class EpisodeSummary(BaseModel):
         if self.verdict_source == "self-reported":
             return f"self: {self.end}"
         return "yes" if self.success else "no"
+
+
+def reused_share(cached: float, prompt: float) -> str:
+    """What share of the prompt tokens the server reused from its prefix cache, as a percentage."""
+    return f"{100 * cached / prompt:.0f}%" if prompt else "n/a"
 
 
 class RunSummary(BaseModel):
@@ -98,6 +104,7 @@ class RunSummary(BaseModel):
             "successes": self.successes,
             "steps": steps,
             "prompt_tokens": sum(e.prompt_tokens for e in eps),
+            "cached_prompt_tokens": sum(e.cached_prompt_tokens for e in eps),
             "completion_tokens": sum(e.completion_tokens for e in eps),
             "llm_calls": sum(e.llm_calls for e in eps),
             "seconds": round(sum(e.seconds for e in eps), 2),
@@ -164,6 +171,7 @@ def summarize_episode(trajectory: Trajectory) -> EpisodeSummary:
         end=trajectory.end,
         steps=len(trajectory.steps),
         prompt_tokens=trajectory.prompt_tokens,
+        cached_prompt_tokens=trajectory.cached_prompt_tokens,
         completion_tokens=trajectory.completion_tokens,
         llm_calls=sum(s.llm_calls for s in trajectory.steps),
         seconds=round(trajectory.seconds, 3),
@@ -225,7 +233,8 @@ def render_markdown(summary: RunSummary) -> str:
         "",
         f"**Success: {summary.headline()}**",
         "",
-        f"Steps {int(t['steps'])}, prompt tokens {int(t['prompt_tokens']):,} ({t['prompt_tokens_per_step']} per step), "
+        f"Steps {int(t['steps'])}, prompt tokens {int(t['prompt_tokens']):,} ({t['prompt_tokens_per_step']} per step; "
+        f"{reused_share(t['cached_prompt_tokens'], t['prompt_tokens'])} reused from the model server's prefix cache), "
         f"completion tokens {int(t['completion_tokens']):,}, model calls per step {t['llm_calls_per_step']}, "
         f"{t['seconds']} s in episodes ({t['llm_seconds']} s in the model).",
         "",

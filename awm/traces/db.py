@@ -100,6 +100,7 @@ CREATE TABLE IF NOT EXISTS step (
     prompt TEXT NOT NULL DEFAULT '[]',
     box TEXT,
     guidance TEXT NOT NULL DEFAULT '[]',
+    cached_prompt_tokens INTEGER NOT NULL DEFAULT 0,
     UNIQUE(episode_id, idx)
 );
 """
@@ -117,6 +118,7 @@ ADDED_COLUMNS = (
     ("step", "prompt", "TEXT NOT NULL DEFAULT '[]'"),
     ("step", "box", "TEXT"),
     ("step", "guidance", "TEXT NOT NULL DEFAULT '[]'"),
+    ("step", "cached_prompt_tokens", "INTEGER NOT NULL DEFAULT 0"),
 )
 
 
@@ -220,6 +222,7 @@ class StepRow(BaseModel):
     prompt: list[dict[str, str]] = Field(default_factory=list)  # the messages sent (old folders: none)
     box: Box | None = None  # the target's box on the screenshot (old folders: none)
     guidance: list[str] = Field(default_factory=list)  # the guidance filters that acted (old folders: none)
+    cached_prompt_tokens: int = 0  # of prompt_tokens, reused from the server's prefix cache (old folders: 0)
 
     @property
     def timings_ms(self) -> dict[str, float]:
@@ -259,6 +262,7 @@ class StepRow(BaseModel):
             prompt=self.prompt,
             box=self.box,
             guidance=self.guidance,
+            cached_prompt_tokens=self.cached_prompt_tokens,
         )
 
 
@@ -303,6 +307,7 @@ def step_values(
         "prompt": _dumps(step.prompt),
         "box": None if step.box is None else step.box.model_dump_json(),
         "guidance": _dumps(step.guidance),
+        "cached_prompt_tokens": step.cached_prompt_tokens,
     }
 
 

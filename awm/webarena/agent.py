@@ -84,6 +84,7 @@ def _with_cost_of(decision: Decision, earlier: Decision) -> Decision:
     return decision.model_copy(
         update={
             "prompt_tokens": decision.prompt_tokens + earlier.prompt_tokens,
+            "cached_prompt_tokens": decision.cached_prompt_tokens + earlier.cached_prompt_tokens,
             "completion_tokens": decision.completion_tokens + earlier.completion_tokens,
             "llm_ms": decision.llm_ms + earlier.llm_ms,
             "llm_calls": decision.llm_calls + earlier.llm_calls,
@@ -266,6 +267,7 @@ class LLMAgent:
         return Decision(
             text=result.text,
             prompt_tokens=(result.usage.prompt_tokens or fitted_tokens) + checked.prompt_tokens,
+            cached_prompt_tokens=result.usage.cached_prompt_tokens + checked.cached_prompt_tokens,
             completion_tokens=result.usage.completion_tokens + checked.completion_tokens,
             llm_ms=result.seconds * 1000.0 + checked.llm_ms,
             llm_calls=1 + checked.llm_calls,
@@ -350,6 +352,6 @@ class LLMAgent:
         return Decision(
             text=text,
             prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
-            llm_ms=result.seconds * 1000.0, llm_calls=1, prompt_hash=prompt_hash(messages) if text else "",
+            cached_prompt_tokens=result.usage.cached_prompt_tokens, llm_ms=result.seconds * 1000.0, llm_calls=1, prompt_hash=prompt_hash(messages) if text else "",
             prompt=messages if text else [],
         )  # fmt: skip

@@ -545,6 +545,12 @@ class BrowserSession:
         self.reward, self.done = float(reward), bool(done) or self.done
         self.info = {**self.info, "task_info": info}
 
+    def return_to(self, url: str) -> None:
+        """Bring the page back to `url`, a page of the site the run may visit (after the rails aborted a
+        navigation off it, the tab shows an error page); the next `observe` reads the page afresh."""
+        self._guarded("return", lambda: self._env.page.goto(url, wait_until="load"))
+        self._obs_fresh = False
+
     def execute(self, action: Action) -> ExecResult:
         """Pre-check the target, execute the rendered action, classify what happened (see executor)."""
         from awm.webarena.executor import execute_action

@@ -186,6 +186,11 @@ class LiveRails:
         reason = field_refusal(control)
         return f"refused to fill {control.describe()}: {reason}" if reason else None
 
+    def forgive_navigation(self) -> None:
+        """Forget a blocked navigation of the top page once the page is back on the site: the refusal was
+        fed back as a slip (`awm.webarena.harness`), and a second one ends the run there."""
+        self.guard.stop_reason = None
+
     def new_step(self) -> None:
         self._answers.clear()
 

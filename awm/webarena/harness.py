@@ -42,6 +42,7 @@ class Decision(BaseModel):
 
     text: str
     prompt_tokens: int = 0
+    cached_prompt_tokens: int = 0  # of prompt_tokens, those the server reused from its prefix cache
     completion_tokens: int = 0
     llm_ms: float = 0
     llm_calls: int = 1
@@ -85,6 +86,9 @@ class HarnessConfig(BaseModel):
     loop_repeat_stop: int = 3
     episode_timeout_s: float = 300
     role_checks: bool = True  # refuse e.g. fill() on a button at parse time (see `page_targets`)
+    # Refusals of the rails fed back before the next one ends the run (`_slip`): a value typed into a
+    # password field, a link off the site. Each is still refused; only the run goes on.
+    slips_fed_back: int = Field(default=1, ge=0)
     workflow_executor: ExecutorConfig = ExecutorConfig()  # how `run_workflow` grounds and retries its steps
 
 
@@ -154,8 +158,8 @@ class NoProgress(StepFailure):
 
 
 class RailsStop(StepFailure):
-    """The rails ended a live run: a field they never fill, the page leaving (or trying to leave) the
-    site. The reason names the field or the domain."""
+    """The rails ended a live run: a second slip (`HarnessConfig.slips_fed_back`), or a page off the site
+    at the start of a step. The reason names the field or the domain."""
 
     outcome, end = "refused", "refused"
 
@@ -241,6 +245,7 @@ def _decide_and_parse(
             step.timings_ms["llm"] = step.timings_ms.get("llm", 0.0) + (time.perf_counter() - started) * 1000
         step.model_output = decision.text
         step.prompt_tokens += decision.prompt_tokens
+        step.cached_prompt_tokens += decision.cached_prompt_tokens
         step.completion_tokens += decision.completion_tokens
         step.llm_calls += decision.llm_calls
         step.prompt_hash = decision.prompt_hash or step.prompt_hash
@@ -492,7 +497,7 @@ def _run_step(
     if rails is not None:  # plan time: the field the model chose, read off the page now
         refusal = rails.field_refusal(action, _control_for(session, action))
         if refusal:
-            raise RailsStop(refusal)
+            return page, _slip(trajectory, step, config, refusal, FIELD_HINT)
     t0 = time.perf_counter()
     try:
         if action.name == RUN_WORKFLOW.name:
@@ -506,7 +511,8 @@ def _run_step(
         else:
             result = _execute(session, action, config)
     except RailsRefusal as refusal:  # right before the action: the field, an off-site goto
-        raise RailsStop(str(refusal)) from None
+        hint = SITE_HINT.format(url=page.url) if action.name == "goto" else FIELD_HINT
+        return page, _slip(trajectory, step, config, str(refusal), hint)
     step.timings_ms["execute"] = (time.perf_counter() - t0) * 1000
     step.outcome, step.error, step.approval = result.outcome, result.error, result.approval
     t0 = time.perf_counter()
@@ -519,7 +525,10 @@ def _run_step(
     if rails is not None:  # the domain check after the step
         stop = rails.stop_reason(after.url)
         if stop:
-            raise RailsStop(stop)
+            feedback = _slip(trajectory, step, config, stop, SITE_HINT.format(url=page.url))
+            session.return_to(page.url)
+            rails.forgive_navigation()
+            return session.observe(), feedback
     if action.name == "send_msg_to_user" and result.outcome == "ok":
         trajectory.final_answer = str(action.args.get("text", ""))
     if session.done:
@@ -531,6 +540,30 @@ def _run_step(
     if result.outcome == "ok" and action.name == "send_msg_to_user":
         raise EpisodeOver("answered")
     return after, step.feedback
+
+
+FIELD_HINT = (
+    "Nothing was typed. Only a secret given for this run goes into a password field, as its placeholder "
+    "from the goal (such as {password}); other values belong in other fields."
+)
+SITE_HINT = "The run stays on this site: the page is back at {url}. Find what the goal needs here."
+
+
+def _slip(trajectory: Trajectory, step: Step, config: HarnessConfig, refusal: str, hint: str) -> str:
+    """A refusal of the rails as feedback the model can act on: the step is `refused`, nothing reached the
+    page (or the page was brought back), and the model is told why. The run ends (`RailsStop`) when the
+    episode already had `config.slips_fed_back` refused steps: a repeated attempt is no slip.
+
+    Why: on public demo sites with the password given as a secret, 8 of 16 runs ended `refused` after one
+    or two steps on the model's own slip (the product's name typed into the password field; a footer link
+    to another domain, which the route guard blocked), not on anything dangerous. Every protection holds:
+    the value is never typed and no request leaves the site; only the run goes on."""
+    earlier = sum(s.outcome == "refused" for s in trajectory.steps)
+    if earlier >= config.slips_fed_back:
+        raise RailsStop(f"{refusal} (refused again: {earlier + 1} refusals in this run)")
+    step.outcome, step.error = "refused", refusal
+    step.feedback = f"Refused: {refusal}. {hint}"
+    return step.feedback
 
 
 def _call_workflow(
