@@ -168,7 +168,7 @@ class LLMAgent:
         """
         page = ctx.page
         goal = page.goal or ctx.task.goal
-        names = prompts.action_names_for(ctx.task, goal)
+        names = prompts.action_names_for(ctx.task, goal, tabs=len(page.tabs))
         ending = agent_ends(ctx.task)
         workflows = self._workflows_for(goal)
         callables = self._callables_for(goal)
@@ -199,6 +199,7 @@ class LLMAgent:
             runnable=bool(shown_calls),
             thought=thought,
             pending=offer.note,
+            tabs=prompts.tabs_text(page.tabs, page.tab_in_focus),
         )
         # PromptTooLargeError propagates: the harness ends the episode as `context_overflow`.
         fitted = fit_prompt(

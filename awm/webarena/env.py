@@ -44,6 +44,19 @@ from awm.webarena.sanitize import sanitize_text
 logger = logging.getLogger(__name__)
 
 
+def open_tabs(obs: dict[str, Any], redact: Callable[[str], str]) -> dict[str, Any]:
+    """`tabs` and `tab_in_focus` of a page state, read off BrowserGym's observation (nothing when one tab
+    is open: then there is nothing to switch to)."""
+    urls = [redact(str(u)) for u in obs.get("open_pages_urls") or ()]
+    if len(urls) < 2:
+        return {}
+    titles = [redact(sanitize_text(str(t), 80)) for t in obs.get("open_pages_titles") or ()]
+    titles += [""] * (len(urls) - len(titles))
+    active = obs.get("active_page_index")
+    index = int(active[0]) if active is not None and len(active) else 0
+    return {"tabs": [f"'{t}' {u}" for t, u in zip(titles, urls, strict=True)], "tab_in_focus": index}
+
+
 class PageState(BaseModel):
     """What the policy sees at one step: pruned sanitized lines, the ids it may act on, and page facts."""
 
@@ -74,6 +87,11 @@ class PageState(BaseModel):
     # Each text field's form key, its name or id (`Observation.field_keys`): what a field is for where its
     # label is an instruction ("You may use WikiFormatting here." is the box named `comment`).
     field_keys: dict[str, str] = Field(default_factory=dict, exclude=True, repr=False)
+    # The browser's open tabs, each as "'title' url", and which one this page is (`tab_in_focus`): a link
+    # with target="_blank" or a window.open moves the episode to a new tab (BrowserGym follows the tab that
+    # shows), and the model must be told there is another to go back to (`tab_focus`, `tab_close`).
+    tabs: list[str] = Field(default_factory=list)
+    tab_in_focus: int = 0
     _png: bytes | None = PrivateAttr(default=None)
     _html: str | None = PrivateAttr(default=None)
 
@@ -591,7 +609,7 @@ class BrowserSession:
             last_action_error=redact(sanitize_text(obs.get("last_action_error"), 400)),
             screenshot=shot, snapshot=snapshot, dom=page, secrets=self.secrets,
             properties=obs.get("extra_element_properties") or {}, forms=built.forms,
-            multiline=built.multiline, field_keys=built.field_keys,
+            multiline=built.multiline, field_keys=built.field_keys, **open_tabs(obs, redact),
         )  # fmt: skip
         return self.last_page
 

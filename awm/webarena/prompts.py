@@ -51,17 +51,24 @@ MAX_HISTORY_FIELD_CHARS = 300
 GOAL_ACTIONS = {"select_text": asks_to_select_text, "drag": asks_to_drag}
 
 
-def action_names_for(task: Task, goal: str = "") -> list[str] | None:
+def action_names_for(task: Task, goal: str = "", *, tabs: int = 1) -> list[str] | None:
     """The actions offered for a task (the action table says which benchmark gets which), and those of
-    `GOAL_ACTIONS` whose goal test holds (`select_text`: the page's text blocks then carry ids)."""
+    `GOAL_ACTIONS` whose goal test holds (`select_text`: the page's text blocks then carry ids); on a live
+    page or arena site, the tab actions only while several tabs are open (`tabs`)."""
     names = actions_offered(task.benchmark)
     goal = goal or task.goal
     wanted = [name for name, asks in GOAL_ACTIONS.items() if asks(goal)]
     unwanted = set(GOAL_ACTIONS) - set(wanted)
+    if names is not None and tabs > 1:
+        names += [n for n in TAB_ACTIONS if n not in names]
     if names is None and not unwanted:
         return None
     return [n for n in (names or ACTION_SETS["browser"]) if n not in unwanted] + (wanted if names else [])
 
+
+# Switching tabs, offered where the action set is the benchmark's own (a live page, an arena site) only
+# while a link or a script has opened a second tab: on one tab they are noise a small model may pick.
+TAB_ACTIONS = ("tab_focus", "tab_close")
 
 WORKFLOW_ACTION_TEXT = (
     f"{RUN_WORKFLOW.name}(name, params): {RUN_WORKFLOW.description} (each value exactly as it must be "
@@ -150,6 +157,14 @@ def history_entry(step: Step) -> str:
     return "\n".join(lines)
 
 
+def tabs_text(tabs: Sequence[str], in_focus: int) -> str:
+    """The open tabs, when there are several: which one this page is, and how to switch or close."""
+    if len(tabs) < 2:
+        return ""
+    listed = "; ".join(f"{i}: {tab}" + (" (this page)" if i == in_focus else "") for i, tab in enumerate(tabs))
+    return f"Open tabs ({len(tabs)}; tab_focus(index) switches to one, tab_close() closes this one): {listed}"
+
+
 def observation_text(
     page_text: str,
     url: str = "",
@@ -158,6 +173,7 @@ def observation_text(
     retry_error: str = "",
     thought: bool = False,
     pending: str = "",
+    tabs: str = "",
 ) -> str:
     """The current page, then (when set) what the goal names that is not done yet (`pending`), what the
     last action did and why the last answer was refused.
@@ -168,7 +184,7 @@ def observation_text(
     # Only web URLs: a local file:// path says nothing about the page and would make the prompt
     # (and its hash) differ from one machine to the next.
     shown = url if url.startswith(("http://", "https://")) else ""
-    parts = ["## Current page" + (f" ({shown})" if shown else ""), page_text.strip()]
+    parts = ["## Current page" + (f" ({shown})" if shown else ""), *([tabs] if tabs else []), page_text.strip()]
     if pending:
         parts.append(pending)
     if feedback:
@@ -196,6 +212,7 @@ def build_parts(
     runnable: bool = False,
     thought: bool = False,
     pending: str = "",
+    tabs: str = "",
 ) -> PromptParts:
     """Everything one step wants to say, before `fit_prompt` shrinks it to the context window.
     `runnable`: the memory offers workflows to call (`run_workflow`), not text to adapt; `thought`: the
@@ -208,7 +225,7 @@ def build_parts(
         # A workflow's sub-steps stay out: the calling step's result says how far it ran.
         history=[history_entry(s) for s in history if s.called_by is None],
         observation=observation_text(
-            page_text, url, feedback=feedback, retry_error=retry_error, thought=thought, pending=pending
+            page_text, url, feedback=feedback, retry_error=retry_error, thought=thought, pending=pending, tabs=tabs
         ),
         memory_header=RUNNABLE_HEADER if runnable else MEMORY_HEADER,
         history_header=HISTORY_HEADER,
