@@ -110,6 +110,36 @@ def test_a_decision_carries_the_prompt_tokens_the_server_reused_from_its_cache()
 # --- prompt shape (no model call) ---------------------------------------------------------------
 
 
+def _served_on(port: int, task: Task) -> DecisionContext:
+    """The same arena page and history as served on `port` (the port a site gets is drawn per run)."""
+    origin = f"http://127.0.0.1:{port}"
+    p = page(["11", "12", "13"], extra=f"\n[14] link 'Report' (see {origin}/report/1)").model_copy(
+        update={"url": f"{origin}/ticket/7"}
+    )
+    earlier = Step(index=0, action_str="click('9')", url=f"{origin}/", feedback=f"Page changed: now at {origin}/ticket/7")
+    return DecisionContext(task=task, page=p, history=[earlier], feedback=earlier.feedback, step_index=1)
+
+
+def test_two_runs_on_different_ports_send_byte_identical_prompts() -> None:
+    """An arena site's or a served live page's origin is shown by a stable name, so the same page gives the
+    same prompt, and the embedded model the same answer, whatever port the run drew; WebArena's (whose
+    action set has goto, where the model types URLs) is shown as it is."""
+    with StubLLMServer() as stub:  # never called: build_request only builds
+        settings = stub_settings(stub)
+        agent = LLMAgent(make_client(settings), CharEstimateCounter(), settings=settings)
+    trac = Task(task_id="browsergym/sites.trac.open-ticket", goal=GOAL, scope="sites/trac/open-ticket", benchmark="sites", seed=2)
+    first, second = (agent.build_request(_served_on(port, trac)).request for port in (53699, 60565))
+    assert first.messages == second.messages
+    sent = "\n".join(m["content"] for m in first.messages)
+    assert "http://trac.arena/ticket/7" in sent and "http://trac.arena/report/1" in sent and "127.0.0.1" not in sent
+    live = Task(task_id="browsergym/openended", goal=GOAL, scope="live/x", benchmark="live")
+    assert "http://local.site/ticket/7" in agent.build_request(_served_on(41000, live)).request.messages[-1]["content"]
+    webarena = Task(task_id="browsergym/webarena.3", goal=GOAL, scope="webarena/shopping", benchmark="webarena")
+    assert "127.0.0.1:41000/ticket/7" in agent.build_request(_served_on(41000, webarena)).request.messages[-1]["content"]
+
+
+
+
 def test_system_message_and_history_are_a_stable_prefix_across_steps() -> None:
     with StubLLMServer() as stub:
         settings = stub_settings(stub)

@@ -23,6 +23,7 @@ from awm.errors import ConfigError
 from awm.goal_values import goal_clauses, unseen_objects
 from awm.llm.base import ChatRequest, LLMClient
 from awm.tokens import TokenCounter, fit_prompt
+from awm.trajectory import Task
 from awm.webarena import answer_check as answers
 from awm.webarena import prompts
 from awm.webarena.env import PageState, agent_ends, is_live
@@ -208,7 +209,7 @@ class LLMAgent:
             context_window=self.settings.llm.context_window,
             completion_tokens=self.settings.llm.max_tokens,
         )
-        messages = fitted.messages
+        messages = prompts.with_stable_origins(fitted.messages, ctx.task)
         if self.prompt_order == "page_first":
             messages = prompts.page_first(messages)
         grammar = None
@@ -297,7 +298,7 @@ class LLMAgent:
             return f"The page answers the question.\n{finish_action(answer)}" if answer else ""
 
         return self._ask_check(
-            answers.ANSWER_SYSTEM, answers.answer_question(goal, page.text),
+            ctx.task, answers.ANSWER_SYSTEM, answers.answer_question(goal, page.text),
             max_tokens=answers.ANSWER_MAX_CHARS // 2, grammar=answers.ANSWER_GRAMMAR, decided=decided,
         )  # fmt: skip
 
@@ -334,16 +335,18 @@ class LLMAgent:
             return f"The page shows the goal is done.\n{finish_action(last.reaction)}" if done else ""
 
         return self._ask_check(
-            DONE_SYSTEM, done_question(goal, last), max_tokens=3, grammar=DONE_GRAMMAR, decided=decided
+            ctx.task, DONE_SYSTEM, done_question(goal, last), max_tokens=3, grammar=DONE_GRAMMAR, decided=decided
         )
 
     def _ask_check(
-        self, system: str, question: str, *, max_tokens: int, grammar: str, decided: Callable[[str], str]
+        self, task: Task, system: str, question: str, *, max_tokens: int, grammar: str, decided: Callable[[str], str]
     ) -> Decision:
         """One short check call (temperature 0, `grammar` under constrained decoding): the decision text
         `decided` makes of the reply (empty: the check decided nothing, only its cost counts), with the
         prompt and its hash kept only when it decided."""
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+        messages = prompts.with_stable_origins(
+            [{"role": "system", "content": system}, {"role": "user", "content": question}], task
+        )
         request = ChatRequest(
             messages=messages, temperature=0.0, max_tokens=max_tokens,
             grammar=grammar if self.use_grammar else None, purpose="actor",
@@ -353,6 +356,7 @@ class LLMAgent:
         return Decision(
             text=text,
             prompt_tokens=result.usage.prompt_tokens, completion_tokens=result.usage.completion_tokens,
-            cached_prompt_tokens=result.usage.cached_prompt_tokens, llm_ms=result.seconds * 1000.0, llm_calls=1, prompt_hash=prompt_hash(messages) if text else "",
+            cached_prompt_tokens=result.usage.cached_prompt_tokens, llm_ms=result.seconds * 1000.0, llm_calls=1,
+            prompt_hash=prompt_hash(messages) if text else "",
             prompt=messages if text else [],
         )  # fmt: skip

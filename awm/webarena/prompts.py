@@ -10,8 +10,9 @@ too; the page, which changes every step, comes last. Examples in the action list
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection, Sequence
-from typing import Literal
+from typing import Any, Literal
 
 from awm.actions import ACTION_SETS, RUN_WORKFLOW, actions_offered, describe_actions
 from awm.goal_values import asks_to_drag, asks_to_select_text
@@ -155,6 +156,42 @@ def history_entry(step: Step) -> str:
     result = step.feedback or step.error or ("ok" if step.outcome == "ok" else step.outcome)
     lines.append(f"  Result: {_clip(result)}")
     return "\n".join(lines)
+
+
+# A server on this machine, as a URL's origin: `http://127.0.0.1:53699`, `http://localhost:8000`.
+_LOOPBACK_ORIGIN = re.compile(r"https?://(?:127(?:\.\d{1,3}){3}|localhost|\[::1\])(?::\d{1,5})?(?![\w.-])")
+# Benchmarks whose pages are served on a port drawn per run and whose action set has no `goto` (the model
+# never types a URL there): an arena site, a live page served here (tests, `bench_live.py`).
+STABLE_ORIGIN_BENCHMARKS = frozenset({"sites", "live"})
+
+
+def stable_origin(task: Task) -> str | None:
+    """The name a loopback origin is shown as in this task's prompts (None: shown as it is): the arena
+    site's own (`http://trac.arena`), or `http://local.site` for a live page served on this machine."""
+    if task.benchmark not in STABLE_ORIGIN_BENCHMARKS:
+        return None
+    if task.benchmark == "sites":
+        site = task.task_id.removeprefix("browsergym/sites.").split(".")[0]
+        return f"http://{site}.arena"
+    return "http://local.site"
+
+
+def with_stable_origins(messages: Sequence[dict[str, Any]], task: Task) -> list[dict[str, Any]]:
+    """The messages with every loopback origin (a host and the port drawn for this run) shown as the
+    task's stable name.
+
+    Why: the port a site is served on is drawn per run, and the embedded model's answers change with any
+    byte of its prompt, so two runs of one commit gave different episodes (the shop's change-last-name
+    was solved in one run and not the next, their prompts differing only in the port). The model sees
+    the same text for the same page wherever it is served; nothing it can act on names a URL (these
+    benchmarks offer no `goto`), and records keep the real URL."""
+    name = stable_origin(task)
+    if name is None:
+        return list(messages)
+    return [
+        {**m, "content": _LOOPBACK_ORIGIN.sub(name, m["content"])} if isinstance(m.get("content"), str) else m
+        for m in messages
+    ]
 
 
 def tabs_text(tabs: Sequence[str], in_focus: int) -> str:
