@@ -248,14 +248,23 @@ def _run_in_process(
 # --------------------------------------------------------------------------------------------------
 
 
+def worker_site_instance(index: int) -> str:
+    """The arena sites' copy worker `index` uses (`awm.sites.site.Site.instance`): its own database and
+    port, so one worker's reset never wipes another's episode. A replacement worker takes the same index
+    and so the same copy (a reset restores it)."""
+    return f"worker{index}"
+
+
 def _local_worker_main(
-    conn: Connection, env_config: BrowserSettings, factory: PolicyFactory, harness_config: HarnessConfig
+    conn: Connection, env_config: BrowserSettings, factory: PolicyFactory, harness_config: HarnessConfig, index: int
 ) -> None:
     """A worker: one browser for its life; answers each job (as JSON) with the trajectory JSON."""
     from awm.assets import configure_runtime_env
+    from awm.sites.site import INSTANCE_ENV
 
     with contextlib.suppress(OSError):
         os.setsid()  # its own process group, so the driver can kill it with everything it started
+    os.environ[INSTANCE_ENV] = worker_site_instance(index)  # read by each arena task this process resets
     configure_runtime_env()
     session = BrowserSession(env_config)
     conn.send(("ready", None, None))
@@ -283,11 +292,12 @@ class _LocalWorker:
     """The driver's handle on one worker process: its pipe, and the job it is on since when."""
 
     def __init__(
-        self, context: Any, env_config: BrowserSettings, factory: PolicyFactory, harness: HarnessConfig
+        self, context: Any, env_config: BrowserSettings, factory: PolicyFactory, harness: HarnessConfig, index: int
     ) -> None:
+        self.index = index
         self.conn, child = context.Pipe(duplex=True)
         self.process = context.Process(
-            target=_local_worker_main, args=(child, env_config, factory, harness), daemon=True
+            target=_local_worker_main, args=(child, env_config, factory, harness, index), daemon=True
         )
         self.process.start()
         child.close()
@@ -326,13 +336,13 @@ def _run_local_pool(
     """Hand ready jobs one at a time to free workers; kill and replace a worker past its deadline."""
     context = multiprocessing.get_context("spawn")
 
-    def spawn() -> _LocalWorker:
-        return _LocalWorker(context, env_config, factory, harness_config)
+    def spawn(index: int) -> _LocalWorker:
+        return _LocalWorker(context, env_config, factory, harness_config, index)
 
     queue: deque[EpisodeJob] = deque(source.ready())
     if not queue:
         return
-    pool = [spawn() for _ in range(min(workers, len(queue)))]  # never more than can run at once
+    pool = [spawn(i) for i in range(1, min(workers, len(queue)) + 1)]  # never more than can run at once
     try:
         while True:
             for worker in pool:
@@ -381,19 +391,30 @@ def _run_local_pool(
     finally:
         for worker in pool:
             worker.stop()
+        stop_worker_sites([worker_site_instance(w.index) for w in pool])
+
+
+def stop_worker_sites(instances: list[str]) -> None:
+    """Stop the arena servers the workers' own copies run (a worker leaves them up between episodes)."""
+    from awm.sites import lifecycle
+    from awm.sites.registry import get_site, site_names
+
+    for instance in instances:
+        for name in site_names(None):
+            lifecycle.down(get_site(name, instance=instance))
 
 
 def _replace(
     pool: list[_LocalWorker],
     worker: _LocalWorker,
-    spawn: Callable[[], _LocalWorker],
+    spawn: Callable[[int], _LocalWorker],
     on_result: ResultCallback,
     reason: str,
 ) -> None:
     """Kill `worker`, record its episode (if any) as env_error, start a fresh one."""
     job, since = worker.job, worker.busy_since
     worker.kill()
-    pool[pool.index(worker)] = spawn()
+    pool[pool.index(worker)] = spawn(worker.index)
     if job is None:
         if not worker.ready:
             raise RuntimeError("a worker process died while starting its browser")
@@ -468,11 +489,15 @@ _RAY_WORKER: dict[str, Any] = {}
 
 
 def _ray_solve(
-    env_json: str, harness_json: str, factory: PolicyFactory, job_json: str
+    env_json: str, harness_json: str, factory: PolicyFactory, job_json: str, slot: int
 ) -> tuple[str, list[StepCapture | None]]:
-    """The Ray task: solve one job in this worker's browser; trajectory JSON and step captures."""
+    """The Ray task: solve one job in this worker's browser; trajectory JSON and step captures. `slot` is
+    the arena sites' copy it uses (`worker_site_instance`): the driver never runs two tasks of one slot at
+    once, whichever Ray process they land in."""
     from awm.assets import configure_runtime_env
+    from awm.sites.site import INSTANCE_ENV
 
+    os.environ[INSTANCE_ENV] = worker_site_instance(slot)
     configure_runtime_env()
     if _RAY_WORKER.get("env_json") != env_json:
         if "session" in _RAY_WORKER:
@@ -507,39 +532,60 @@ def _run_ray(
         remote = ray.remote(num_cpus=1, max_retries=0)(_ray_solve)
         env_json, harness_json = env_config.model_dump_json(), harness_config.model_dump_json()
         factory_ref = ray.put(factory)
-        running: dict[Any, tuple[EpisodeJob, float]] = {}
-        while queue or running:
-            while queue and len(running) < pool.workers:
-                job = queue.popleft()
-                ref = remote.remote(env_json, harness_json, factory_ref, job.model_dump_json())
-                running[ref] = (job, time.monotonic())
-            now = time.monotonic()
-            first_deadline = min(since + deadline_s for _, since in running.values()) - now
-            done, _ = ray.wait(list(running), num_returns=1, timeout=max(0.05, first_deadline))
-            for ref in done:
-                job, since = running.pop(ref)
-                try:
-                    text, captures = ray.get(ref)  # a worker's bug stops the run, with its traceback
-                except ray.exceptions.WorkerCrashedError as exc:  # the process died, not a bug of ours
-                    reason = f"the Ray worker process died: {str(exc).splitlines()[0]}"
-                    trajectory = killed_trajectory(
-                        job, seconds=time.monotonic() - since, reason=reason, backend="ray"
-                    )
-                    on_result(job, trajectory, [None])
-                else:
-                    on_result(job, Trajectory.model_validate_json(text), list(captures))
+        running: dict[Any, tuple[EpisodeJob, float, int]] = {}
+        try:
+            _ray_loop(ray, remote, source, queue, running, env_json, harness_json, factory_ref, pool, deadline_s, on_result)
+        finally:
+            stop_worker_sites([worker_site_instance(slot) for slot in range(1, pool.workers + 1)])
+
+
+def _ray_loop(
+    ray: Any,
+    remote: Any,
+    source: JobSource,
+    queue: deque[EpisodeJob],
+    running: dict[Any, tuple[EpisodeJob, float, int]],
+    env_json: str,
+    harness_json: str,
+    factory_ref: Any,
+    pool: PoolConfig,
+    deadline_s: float,
+    on_result: ResultCallback,
+) -> None:
+    """Keep at most `pool.workers` tasks in flight, each on a free slot, until nothing is left."""
+    while queue or running:
+        while queue and len(running) < pool.workers:
+            job = queue.popleft()
+            slot = min(set(range(1, pool.workers + 1)) - {s for _, _, s in running.values()})
+            ref = remote.remote(env_json, harness_json, factory_ref, job.model_dump_json(), slot)
+            running[ref] = (job, time.monotonic(), slot)
+        now = time.monotonic()
+        first_deadline = min(since + deadline_s for _, since, _ in running.values()) - now
+        done, _ = ray.wait(list(running), num_returns=1, timeout=max(0.05, first_deadline))
+        for ref in done:
+            job, since, _ = running.pop(ref)
+            try:
+                text, captures = ray.get(ref)  # a worker's bug stops the run, with its traceback
+            except ray.exceptions.WorkerCrashedError as exc:  # the process died, not a bug of ours
+                reason = f"the Ray worker process died: {str(exc).splitlines()[0]}"
+                trajectory = killed_trajectory(
+                    job, seconds=time.monotonic() - since, reason=reason, backend="ray"
+                )
+                on_result(job, trajectory, [None])
+            else:
+                on_result(job, Trajectory.model_validate_json(text), list(captures))
+            queue.extend(source.ready())
+        now = time.monotonic()
+        for ref, (job, since, _) in list(running.items()):
+            if now - since > deadline_s:
+                ray.cancel(ref, force=True)
+                running.pop(ref)
+                reason = (
+                    f"episode exceeded the timeout ({deadline_s:.0f} s with grace); Ray task cancelled"
+                )
+                on_result(
+                    job, killed_trajectory(job, seconds=now - since, reason=reason, backend="ray"), [None]
+                )
                 queue.extend(source.ready())
-            now = time.monotonic()
-            for ref, (job, since) in list(running.items()):
-                if now - since > deadline_s:
-                    ray.cancel(ref, force=True)
-                    running.pop(ref)
-                    reason = (
-                        f"episode exceeded the timeout ({deadline_s:.0f} s with grace); Ray task cancelled"
-                    )
-                    on_result(
-                        job, killed_trajectory(job, seconds=now - since, reason=reason, backend="ray"), [None]
-                    )
-                    queue.extend(source.ready())
-            if not queue and not running:
-                queue.extend(source.ready())
+        if not queue and not running:
+            queue.extend(source.ready())

@@ -100,15 +100,19 @@ def reset_cmd(site: SiteOption = None) -> None:
 
 @app.command("down")
 def down_cmd(site: SiteOption = None) -> None:
-    """Stop each site's server and every process it started.
+    """Stop each site's server and every process it started, and those of the workers' own copies.
 
     Example: awm sites down
     """
     from awm.sites import lifecycle
+    from awm.sites.registry import get_site
 
     console = Console()
     for s in _sites(site):
         console.print(f"{s.name}: {'stopped' if lifecycle.down(s) else 'was not running'}")
+        for instance in lifecycle.instances(s):
+            if lifecycle.down(get_site(s.name, instance=instance)):
+                console.print(f"{s.name} ({instance}): stopped")
 
 
 @app.command("status")

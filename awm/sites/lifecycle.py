@@ -297,6 +297,12 @@ def down(site: Site) -> bool:
     return True
 
 
+def instances(site: Site) -> list[str]:
+    """The named copies of a site made so far (workers' own, `Site.instance`), whether running or not."""
+    folder = site.root / "instances"
+    return sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+
+
 def _rss_mb(pid: int) -> float | None:
     total = 0
     for p in descendants(pid) | {pid}:

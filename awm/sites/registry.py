@@ -29,9 +29,10 @@ def site_class(name: str) -> type[Site]:
     return found[0]
 
 
-def get_site(name: str, root: Path | None = None) -> Site:
-    """The site `name` (its folders under `root`, default the assets folder's `sites/`)."""
-    return site_class(name)(root)
+def get_site(name: str, root: Path | None = None, instance: str = "") -> Site:
+    """The site `name` (its folders under `root`, default the assets folder's `sites/`), the running copy
+    `instance` of it (default: the site's own; `Site.instance`)."""
+    return site_class(name)(root, instance)
 
 
 def site_names(selected: str | None = None) -> list[str]:

@@ -30,6 +30,11 @@ REQUIREMENTS_DIR = Path(__file__).parent / "requirements"
 SCHEMA_DIR = Path(__file__).parent / "schema"
 
 
+# A worker's own copy of every site (`Site.instance`): set by the worker pool in each worker process, so
+# the BrowserGym task that a worker's browser resets (`awm.sites.task`) uses that worker's copy.
+INSTANCE_ENV = "AWM_SITE_INSTANCE"
+
+
 def sites_home() -> Path:
     """Where the arena's sites live: `$AWM_HOME/sites` (default `./.awm/sites`)."""
     return awm_home() / "sites"
@@ -84,8 +89,15 @@ class Site(ABC):
     # Bump when `build` makes different data, so set-up rebuilds the pristine state.
     seed_version: ClassVar[str] = "1"
 
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, instance: str = "") -> None:
         self.root = (root or sites_home()) / self.name
+        # One running copy of the site: its live state, server and log. The default ("") is the site's
+        # own; a named instance (a worker's, `INSTANCE_ENV`) has its own folder and port, so episodes on
+        # two instances never see each other's changes or resets. The venv and pristine state are shared.
+        if instance and not instance.replace("-", "").replace("_", "").isalnum():
+            raise ValueError(f"site instance {instance!r}: letters, digits, '-' or '_' only (it names a folder)")
+        self.instance = instance
+        self.home = self.root / "instances" / instance if instance else self.root
 
     # --- where things are ------------------------------------------------------------------------
     @property
@@ -101,15 +113,15 @@ class Site(ABC):
 
     @property
     def live(self) -> Path:
-        return self.root / "live"
+        return self.home / "live"
 
     @property
     def state_file(self) -> Path:
-        return self.root / "server.json"
+        return self.home / "server.json"
 
     @property
     def log_file(self) -> Path:
-        return self.root / "server.log"
+        return self.home / "server.log"
 
     @property
     def database(self) -> Path:
