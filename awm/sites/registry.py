@@ -4,11 +4,12 @@ templates or validating a task file never imports an application's code (it live
 from __future__ import annotations
 
 import importlib
+import os
 from functools import cache
 from pathlib import Path
 
 from awm.errors import ConfigError
-from awm.sites.site import Site
+from awm.sites.site import INSTANCE_ENV, Site
 
 # name -> module under awm.sites holding exactly one `Site` subclass
 SITES: dict[str, str] = {"trac": "awm.sites.trac", "shop": "awm.sites.shop", "forum": "awm.sites.forum"}
@@ -29,10 +30,11 @@ def site_class(name: str) -> type[Site]:
     return found[0]
 
 
-def get_site(name: str, root: Path | None = None, instance: str = "") -> Site:
+def get_site(name: str, root: Path | None = None, instance: str | None = None) -> Site:
     """The site `name` (its folders under `root`, default the assets folder's `sites/`), the running copy
-    `instance` of it (default: the site's own; `Site.instance`)."""
-    return site_class(name)(root, instance)
+    `instance` of it (`Site.instance`; default: this process's, `INSTANCE_ENV`, which a worker of the pool
+    sets and a person may set to keep a run off the site's own copy, else the site's own)."""
+    return site_class(name)(root, os.environ.get(INSTANCE_ENV, "") if instance is None else instance)
 
 
 def site_names(selected: str | None = None) -> list[str]:

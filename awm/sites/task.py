@@ -21,7 +21,6 @@ episodes); `info["gate"]` records that.
 from __future__ import annotations
 
 import base64
-import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -32,7 +31,6 @@ from browsergym.core.task import AbstractBrowserTask
 from awm.sites import lifecycle
 from awm.sites.checks import Evidence, evaluate
 from awm.sites.registry import get_site
-from awm.sites.site import INSTANCE_ENV
 from awm.sites.templates import PASSWORD, Template, load_templates
 
 FAMILY = "sites"
@@ -66,8 +64,7 @@ class SiteTask(AbstractBrowserTask):
                 f"template {key} has instances 0-{len(self.template.instance) - 1}; seed {seed} is none of them"
             )
         self.number = seed
-        # The copy of the site this process's episodes use: a worker's own (`INSTANCE_ENV`), else the site's.
-        self.site = get_site(self.template.site, instance=os.environ.get(INSTANCE_ENV, ""))
+        self.site = get_site(self.template.site)  # this process's copy: a worker's own, else the site's
         self.viewport = {"width": 1280, "height": 900}
         self.slow_mo = 0
         self.timeout = 10000
