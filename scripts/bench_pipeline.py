@@ -10,6 +10,11 @@ scripted and 1.4x with the local model.
     python scripts/bench_pipeline.py                   # scripted and local model, 1 vs 2 local workers
     python scripts/bench_pipeline.py --episodes 12 --ray
     python scripts/bench_pipeline.py --no-llm          # scripted rows only
+    python scripts/bench_pipeline.py --arena --no-llm  # also the arena: scripted replays, each worker its own copy of a site
+
+`--arena` adds rows of scripted replays of the arena's train demonstrations (real Trac, one Trac update
+template per episode): with 2 workers each worker resets and checks its own copy of the site (issue
+55's target on this machine: at least 1.6x).
 """
 
 from __future__ import annotations
@@ -35,6 +40,15 @@ def _tasks(names: str, episodes: int) -> list[Task]:
     per_seed = len(names.split(","))
     seeds = list(range(max(1, -(-episodes // per_seed))))
     return resolve_tasks("miniwob", names, seeds)[:episodes]
+
+
+ARENA_TASKS = ["trac.change-priority", "trac.comment-ticket", "trac.reassign-ticket", "trac.close-ticket"]
+
+
+def _arena_tasks(episodes: int) -> list[Task]:
+    from awm.webarena.tasks import site_tasks
+
+    return site_tasks(ARENA_TASKS, None, [], split="train")[:episodes]
 
 
 def _outcome(t: Trajectory) -> tuple:
@@ -94,6 +108,7 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--ray", action="store_true", help="Add a Ray row with 2 workers (scripted).")
     parser.add_argument("--no-llm", action="store_true", help="Skip the local-model rows.")
+    parser.add_argument("--arena", action="store_true", help="Add scripted arena replays (Trac), 1 vs 2 workers.")
     args = parser.parse_args()
     configure_runtime_env()
     scripted = PolicyFactory(load_settings(), "scripted")
@@ -101,6 +116,12 @@ def main() -> None:
     if args.ray and importlib.util.find_spec("ray") is not None:
         rows.append(("ray", 2, scripted))
     print_rows(f"scripted policy ({SCRIPTED_TASKS})", _tasks(SCRIPTED_TASKS, args.episodes), rows)
+    if args.arena:
+        print_rows(
+            f"scripted arena replays ({', '.join(ARENA_TASKS)}; a worker's own copy of Trac each)",
+            _arena_tasks(args.episodes),
+            [("local", 1, scripted), ("local", 2, scripted)],
+        )
     if not args.no_llm:
         settings = load_settings(
             overrides={
