@@ -59,20 +59,52 @@ class LLMSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # Which client answers: `local` (the embedded llama.cpp model), `openai` (any OpenAI-compatible
+    # endpoint), `anthropic`; `auto`: `openai` when a base_url, OPENAI_BASE_URL or OPENAI_API_KEY is set,
+    # else `anthropic` when ANTHROPIC_API_KEY is, else `local`. AWM_BACKEND overrides it.
     backend: Backend = "auto"
+    # The model name sent to the endpoint. Unset: AWM_MODEL, else gpt-4o-mini (openai) or claude-haiku-4-5
+    # (anthropic); an openai endpoint named by base_url needs one. The local backend ignores it (the
+    # model is its file, local_model_path).
     model: str | None = None
+    # The endpoint's URL (OpenAI-style, ending in /v1). Unset: OPENAI_BASE_URL or ANTHROPIC_BASE_URL,
+    # else the provider's own API.
     base_url: str | None = None
+    # The endpoint's key. Unset: OPENAI_API_KEY or ANTHROPIC_API_KEY; an endpoint on this machine needs
+    # none. Left out of the run record and the config hash.
     api_key: str | None = Field(default=None, repr=False)
+    # Sampling temperature of the agent's calls (the judge, induction and checks always ask at 0). Above
+    # 0 an answer is never served from the response cache.
     temperature: float = 0.0
+    # The most tokens an agent step may answer (and `awm llm chat`); the prompt is fitted into
+    # `context_window` minus this. Mind2Web's default for `[pipeline] max_tokens`.
     max_tokens: int = 256
+    # Seconds one request may take before it counts as failed and is retried. The local backend waits
+    # 600 s unless this is set explicitly (a busy CPU can take minutes on a long cold prompt).
     timeout_s: float = 120.0
+    # Attempts per model call, the first included: rate limits, 5xx answers, timeouts and dropped
+    # connections are retried with jittered exponential backoff (`awm.llm.retry`); other errors are not.
     max_attempts: int = 6
+    # Wall-clock bound, in seconds, on one model call with all its retries and waits; the backoff
+    # shrinks with it.
     max_retry_seconds: float = 240.0
+    # The model's context in tokens: each prompt is fitted into it (oldest history dropped first, then the
+    # page cut, then workflows), and the embedded llama.cpp server gets this much context per slot.
     context_window: int = 8192
+    # Serve repeated deterministic requests (temperature 0 or a seed) from the response cache,
+    # HOME/cache/llm.sqlite, keyed by backend, server URL, model and request.
     cache: bool = True
+    # US dollars per million prompt and completion tokens, by model name, for the cost in reports
+    # (matched exactly, without a provider prefix, or as a dated snapshot's prefix; unknown models cost
+    # 0). A table given here replaces this whole default.
     prices: dict[str, Price] = Field(default_factory=lambda: dict(DEFAULT_PRICES))
+    # The GGUF file of the local backend. Unset: HOME/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+    # (what `make setup` downloads and verifies).
     local_model_path: Path | None = None
+    # CPU threads of the embedded llama.cpp server.
     local_threads: int = 2
+    # Requests the embedded llama.cpp server answers at once, each slot with the whole context_window
+    # (a run raises it to its worker count). How a run is scheduled, not its results: not hashed.
     local_slots: int = Field(default=1, ge=1)
 
     def resolved_backend(self) -> Literal["local", "openai", "anthropic"]:
@@ -120,8 +152,15 @@ class AgentSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # Constrained decoding: a GBNF grammar admits only well-formed actions on ids the page has. Unset: on
+    # for the local backend (llama.cpp reads GBNF), off for the others.
     use_grammar: bool | None = None
+    # The order of the prompt's parts: `prefix` puts what changes least (instructions, memory, goal,
+    # history) before the page, so llama.cpp's prefix cache reuses it; `page_first` puts the page first
+    # (to measure what the order saves, scripts/bench_harness.py).
     prompt_order: Literal["prefix", "page_first"] = "prefix"
+    # Each action takes only ids whose role fits it (fill: text fields, check: checkboxes...), in the
+    # grammar and the guidance filters; off: any id of the page.
     role_aware: bool = True
     # Under a grammar, the answer names the element as the page lists it, then an action that fits it
     # (`awm.actions.target_first_grammar`). Off: measured on the first 22 episodes of the development
@@ -138,6 +177,7 @@ class AgentSettings(BaseModel):
     # Guidance off: the grammar holds back nothing the action set (and `role_aware`) admits, and the prompt
     # carries no note on the goal's state. Both change results, so both are in the config hash.
     guidance: GuidanceMode = "on"
+    # Single guidance filters to switch off, by name (GUIDANCE_FILTERS; an unknown name is an error).
     guidance_off: list[str] = Field(default_factory=list)
     # Where the agent ends the task itself and the goal is a question, a short separate question on each
     # new page that names its subject: the answer on this page (`awm.webarena.answer_check`, which says
@@ -182,12 +222,26 @@ class RailsSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # Hosts (names or IP literals) let through although the address rules would refuse them (a local
+    # name, a private address: how tests reach 127.0.0.1); the scheme and userinfo rules still hold.
+    # `awm run --allow-host` adds to them.
     allow_hosts: list[str] = Field(default_factory=list)
+    # Who answers the confirmation gate before a sensitive action: `deny` (nobody: refused, the model is
+    # told), `terminal` (y/n on the terminal, default no) or `app` (`awm serve`'s live page, through
+    # files in confirm_dir).
     confirm: ConfirmMode = "deny"
+    # Seconds the gate waits for a person's answer; no answer denies the action.
     confirm_timeout_s: float = Field(default=60.0, gt=0, le=600)
+    # Terms that make a field sensitive: filling a field whose label, name, placeholder, aria-label or id
+    # holds one asks the gate first.
     sensitive_fields: list[str] = Field(default_factory=lambda: list(DEFAULT_SENSITIVE_FIELDS))
+    # Words that make a click sensitive: clicking a control whose text or label says one, or submitting a
+    # form that does (Enter included), asks the gate first; checkboxes and radio buttons never do.
     sensitive_clicks: list[str] = Field(default_factory=lambda: list(DEFAULT_SENSITIVE_CLICKS))
+    # A live episode's step budget, at most LIVE_MAX_STEPS; `--max-steps` may lower it, never raise it.
     max_steps: int = Field(default=15, ge=1, le=LIVE_MAX_STEPS)
+    # A live episode's wall-clock budget in seconds, at most LIVE_MAX_SECONDS; the episode ends at the
+    # lower of it and `[pipeline] episode_timeout_s`.
     max_seconds: float = Field(default=600.0, gt=0, le=LIVE_MAX_SECONDS)
     confirm_dir: Path | None = None  # where a gate saves what it shows, and the app gate's questions (RUN/confirm)
     # Secrets the agent may type into a password field: name -> the environment variable holding its value
@@ -204,14 +258,22 @@ class BrowserSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # Chromium without a window (`--headed` shows it). Not hashed.
     headless: bool = True
+    # Seconds waited after an action before the page is observed.
     pre_observation_delay: float = 0.5
+    # Playwright's timeout for one browser action (a click, a fill), in milliseconds.
     action_timeout_ms: int = 3000
+    # The page's size in pixels, [width, height]; unset: each task's own.
     viewport: tuple[int, int] | None = (1280, 720)
+    # Save each step's screenshot, RUN/screenshots/<episode>/<step>.png (what `awm serve` shows). Not hashed.
     screenshots: bool = True
     pages: bool = True  # each step's page as HTML, RUN/pages/ (what `awm traces export --mind2web` reads)
+    # Tokens the page observation may take (estimated from its characters); past it, off-screen text,
+    # then off-screen elements, then on-screen text are left out. 0: no limit.
     obs_token_budget: int = 2000
     obs_prune: bool = True  # leave a page footer's words out of the observation (`observation.BOILERPLATE_ROLES`)
+    # Playwright's slow-down after each browser operation, in milliseconds; unset: the task's own. Not hashed.
     slow_mo_ms: int | None = None
     call_timeout_s: float = 60.0  # watchdog: a reset/step/observe that takes longer kills the browser
     rails: RailsSettings = Field(default_factory=RailsSettings)
@@ -256,7 +318,12 @@ class Settings(BaseModel):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     browser: BrowserSettings = Field(default_factory=BrowserSettings)
     home: Path = Field(default_factory=awm_home)
+    # The workflow memory database (SQLite) that `memory = "fixed"` arms, `awm run --memory`, `awm memory`
+    # and `awm serve` read; online and offline arms keep their own in the run folder. AWM_MEMORY_DB
+    # overrides it.
     memory_db: Path = PROJECT_ROOT / "workflows" / "memory.sqlite"
+    # Where a command puts a new run or ablation folder when no `--out` is given (RUNS_DIR/<time>-<name>),
+    # and what `awm serve` lists by default.
     runs_dir: Path = Path("runs")
 
     @property

@@ -228,8 +228,9 @@ def test_ablation_page_shows_the_report_plots_tasks_and_runs(served: tuple[str, 
         assert [h for h in headings if h.startswith(("Per task", "Paired differences", "Plots", "Judge audit"))] == [
             "Plots", "Per task", "Paired differences against the first arm", "Judge audit",
         ]  # fmt: skip
-        # RESULTS.md's other tables, in its order: arms, model calls, failure classes.
-        assert page.eval_on_selector_all("div.markdown table", "t => t.length") == 3
+        # RESULTS.md's other tables, in its order: arms, model calls, what a model step cost, failure classes.
+        assert page.eval_on_selector_all("div.markdown table", "t => t.length") == 4
+        assert "What a model step cost" in in_markdown
 
         images = page.eval_on_selector_all(
             "img", "els => els.map(e => [e.getAttribute('src'), e.naturalWidth])"

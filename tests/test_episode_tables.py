@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from awm.pipeline.episode_tables import anatomy, anatomy_lines, guidance_acted, step_cost_line, step_costs
+from awm.pipeline.episode_tables import (
+    anatomy,
+    anatomy_lines,
+    first_repetition,
+    guidance_acted,
+    repetitions,
+    step_cost_line,
+    step_costs,
+)
 from awm.trajectory import Step, Task, Trajectory, Verdict
 
 
@@ -46,3 +54,27 @@ def test_step_costs_read_model_steps_only_with_median_p95_and_the_cache_share() 
     assert costs["reused_fraction"] == 8000 / sum(500 + 100 * i for i in range(20))
     assert "10.5 s median, 19.0 s p95" in step_cost_line(costs) and "% of prompt tokens reused" in step_cost_line(costs)
     assert step_costs([])["reused_fraction"] == 0.0
+
+
+def test_a_repetition_is_the_same_value_into_the_same_field_or_the_same_click_on_the_same_page() -> None:
+    from awm.trajectory import TargetDesc
+
+    box, search = TargetDesc(role="searchbox", label="Search"), TargetDesc(role="button", label="Search")
+
+    def act(i: int, name: str, target: TargetDesc, url: str, **args: str) -> Step:
+        return Step(index=i, action={"name": name, "args": {"bid": "1", **args}}, target=target, url=url, prompt_tokens=100)
+
+    typed_twice = episode("loop", 0.0)
+    typed_twice.steps = [
+        act(0, "fill", box, "http://s/", value="Daily agenda"), act(1, "click", search, "http://s/"),
+        act(2, "fill", box, "http://s/search?q=Daily", value="Daily agenda"),  # the same search, from the results
+        act(3, "click", search, "http://s/search?q=Daily"),
+    ]  # fmt: skip
+    paged = episode("pages", 1.0)  # "Next" on page 1, then on page 2: two URLs, no repetition
+    paged.steps = [act(0, "click", TargetDesc(role="link", label="Next"), f"http://s/list?page={p}") for p in (1, 2)]
+    assert first_repetition(typed_twice) == 2 and first_repetition(paged) is None
+    assert repetitions([typed_twice, paged]) == {
+        "episodes": 1, "solved": 0, "model_steps_after": 2, "prompt_tokens_after": 200,
+    }  # fmt: skip
+    lines = anatomy_lines(anatomy([typed_twice, paged], lambda t: t.task.scope))
+    assert any(line.startswith("Repeated themselves (an act that had worked, done again): 1 episodes, 0 of") for line in lines)

@@ -14,7 +14,9 @@ from awm.memory.text_format import (
     detect_style,
     import_workflows,
     parameters_of,
+    parse_step,
     parse_workflows,
+    render_workflow,
     render_workflows,
 )
 from awm.memory.workflow import Workflow, WorkflowStep
@@ -197,6 +199,41 @@ def test_unparseable_text_is_rejected_with_line_and_reason(text, line, reason):
     assert reason in message
 
 
+@pytest.mark.parametrize(
+    ("text", "target", "value"),
+    [
+        ("click('[link] edit', row='{author}')", TargetDesc(role="link", label="edit", row="{author}"), ""),
+        ("fill('[textbox] Reply', '{text}', row='#42 Crash on save')", TargetDesc(role="textbox", label="Reply", row="#42 Crash on save"), "{text}"),
+        ("click('[button] star')", TargetDesc(role="button", label="star"), ""),
+    ],
+)
+def test_a_step_with_a_row_parses_and_renders_back_as_written(text: str, target: TargetDesc, value: str) -> None:
+    step = parse_step(text)
+    assert (step.target, step.value) == (target, value)
+    workflow = Workflow(name="w", steps=[step], parameters=parameters_of([step]))
+    assert render_workflow(workflow, "webarena") == f"## w\n\n{text}"
+    [back] = parse_workflows(render_workflows([workflow], "webarena"), "webarena")
+    assert back.steps == [step]
+    assert "{author}" not in text or back.parameters == ["author"]  # a placeholder in the row is a parameter
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("click('[link] edit', rows='{author}')", "unknown keyword rows="),
+        ("fill('[textbox] Reply', value='hi')", "unknown keyword value="),
+        ("click('[link] edit', **{'row': 'x'})", "unknown keyword **{'row': 'x'}"),
+        ("send_msg_to_user('done', row='x')", "send_msg_to_user() acts on no element"),
+        ("click('[link] edit', row=3)", "row= must be a string"),
+    ],
+)
+def test_a_keyword_other_than_row_is_refused_by_name(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        parse_step(text)
+    with pytest.raises(WorkflowParseError, match=re.escape(says)):
+        parse_workflows(f"## w\n\n{text}", "webarena", source="bad.md")
+
+
 def test_workflow_json_round_trip():
     workflow = parse_workflows(WEBARENA_EXAMPLE)[1]
     workflow.provenance.trajectory_ids = ["t1", "t2"]
@@ -292,7 +329,8 @@ _m2w_step = st.builds(
 )
 
 _element_target = st.one_of(
-    st.just(TargetDesc()), st.builds(lambda r, label: TargetDesc(role=r, label=label), _role, _free)
+    st.just(TargetDesc()),
+    st.builds(lambda r, label, row: TargetDesc(role=r, label=label, row=row), _role, _free, st.one_of(st.just(""), _free)),
 )
 _browser_step = st.one_of(
     st.builds(

@@ -13,10 +13,11 @@ from awm.grounding.snapshot import Element
 from awm.induction.rule import induce_rule, row_part
 from awm.memory.view import MemoryView
 from awm.memory.workflow import Workflow, WorkflowStep, bind_parameters
+from awm.sites.templates import Template
 from awm.trajectory import Step, TargetDesc, Task, Trajectory
 from awm.webarena.env import BrowserSession
 from awm.webarena.harness import HarnessConfig, run_episode
-from awm.webarena.policies import ScriptedPolicy
+from awm.webarena.policies import ReplayPolicy, ScriptedPolicy
 
 
 @pytest.mark.parametrize(
@@ -103,3 +104,42 @@ def test_a_workflow_clicks_the_control_of_the_row_its_goal_names(
     assert clicked.target is not None and clicked.target.row  # the page recorded the row it acted in
     after = next(s for s in trajectory.steps if s.called_by is None and s.index > 0)
     assert after.url.endswith(hash_)
+
+
+# A template's demonstration that names the row (`row=` in the demonstration language): three posts, each
+# with an 'edit' link, told apart only by who wrote them.
+POST_TEMPLATE = Template(
+    id="edit-post-by",
+    site="fixture",
+    kind="navigation",
+    goal="Edit the post by {author}.",
+    demo=["click('[link] edit', row='{author}')"],
+    check={"text": "Editing the post by {author}"},
+    instance=[{"split": "train", "values": {"author": "Bilal Khan"}}, {"split": "test", "values": {"author": "Dana Kowalski"}}],
+)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize(("number", "author", "hash_"), [(0, "Bilal Khan", "#edit-bilal"), (1, "Dana Kowalski", "#edit-dana")])
+def test_a_demonstration_step_with_a_row_replays_on_the_link_of_that_row(
+    session: BrowserSession, base_url: str, number: int, author: str, hash_: str
+) -> None:
+    """As `awm sites check` replays a template's demonstration (`ReplayPolicy`, one call of it)."""
+    workflow = POST_TEMPLATE.demonstration(0)
+    assert workflow is not None
+    assert workflow.steps[0].target == TargetDesc(role="link", label="edit", row="{author}")
+    assert workflow.parameters == ["author"]
+    task = Task(
+        task_id="browsergym/openended",
+        scope="fixtures/rows",
+        benchmark="browsergym",
+        meta={"task_kwargs": {"start_url": f"{base_url}rows_posts.html", "goal": POST_TEMPLATE.goal_for(number)}},
+    )
+    policy = ReplayPolicy(workflow, POST_TEMPLATE.values(number), scope=task.scope)
+    trajectory = run_episode(session, policy, task, HarnessConfig(max_steps=1))
+    [call] = trajectory.workflow_calls
+    assert call.completed, call.error
+    clicked = next(s for s in trajectory.steps if s.called_by == 0)
+    assert clicked.target is not None and author in clicked.target.row
+    assert trajectory.meta["final_url"].endswith(hash_)
+    assert f"Editing the post by {author}" in trajectory.meta["final_observation"]  # the page says which

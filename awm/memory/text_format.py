@@ -2,8 +2,9 @@
 
 Why both directions in one module: the prompt text, the exported review files and AWM's published
 workflow files are one format family, so render -> parse must be the identity on every field the
-format carries (name, description, steps: reasoning, action, target role/label, value). Parameters are
+format carries (name, description, steps: reasoning, action, target role/label/row, value). Parameters are
 not written out; parsing derives them from the ``{placeholders}`` in the steps, in order of first use.
+The Mind2Web style has no place for a target's row; it is written in the WebArena style only.
 
 Mind2Web style (one line per field; a blank line right after the header means "no description")::
 
@@ -22,6 +23,10 @@ WebArena style (steps are reasoning lines followed by one action call, separated
     fill('[textbox] Username', '{username}')
 
     click('[button] Sign in')
+
+A target's row (`TargetDesc.row`: the text of the table row, list item or card the element sits in)
+is the one keyword an element action takes, after its arguments: ``click('[link] edit', row='{author}')``
+is the ``edit`` link whose row holds the author's name, where every row has one.
 
 A step that calls another workflow (`awm.memory.composition`) is written as the agent writes the call,
 ``run_workflow('log in', {'username': '{username}'})``. Actions in WebArena style are literal function calls; they are parsed with `ast` and
@@ -112,6 +117,8 @@ _ROLE_WORDS = {
 }  # fmt: skip
 _HINT_KIND = {"fill": "field", "clear": "field", "select_option": "list", "check": "box", "uncheck": "box"}
 _TARGET = re.compile(r"^\[(?P<role>[^\]]*)\]\s*(?P<label>.*)$")
+# The one keyword of the language: an element action's row (`TargetDesc.row`), ``row='{author}'``.
+ROW_KEYWORD = "row"
 _MAX_CONTINUATION_LINES = 8
 
 
@@ -158,6 +165,9 @@ def _render_call(step: WorkflowStep) -> str:
         args = [repr(target)]
         if name in VALUE_ACTIONS or value:
             args.append(repr(value))
+        row = _one_line(step.target.row)
+        if row:
+            args.append(f"{ROW_KEYWORD}={row!r}")
         return f"{name}({', '.join(args)})"
     if not value:
         return f"{name}()"
@@ -242,8 +252,9 @@ def _action_text(line: str) -> str:
     return stripped
 
 
-def _literal_call(text: str) -> tuple[str, list[object], list[str]]:
-    """Parse ``name(literal, ...)`` safely: returns the name, the values and their source text."""
+def _literal_call(text: str) -> tuple[str, list[object], list[str], str]:
+    """Parse ``name(literal, ..., row='...')`` safely: the name, the values and their source text, and
+    the row (`ROW_KEYWORD`, "" when not given). Any other keyword is an error naming it."""
     try:
         tree = ast.parse(text.strip(), mode="eval")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -253,19 +264,37 @@ def _literal_call(text: str) -> tuple[str, list[object], list[str]]:
         raise ValueError(
             "expected one call like click('[button] Sign in') or fill('[textbox] Name', 'value')"
         )
+    name = call.func.id
     values: list[object] = []
     sources: list[str] = []
-    for arg in [*call.args, *(kw.value for kw in call.keywords)]:
-        try:
-            values.append(ast.literal_eval(arg))
-        except (ValueError, TypeError, SyntaxError, RecursionError):
-            raise ValueError(f"argument {ast.unparse(arg)!r} is not a literal") from None
+    for arg in call.args:
+        values.append(_literal(arg))
         sources.append(ast.unparse(arg))
-    if call.func.id != CALL_ACTION:  # a call's name and arguments are checked by `_step_from_call`
-        _check_against_action_set(call)
-    values = values[: len(call.args)]
-    sources = sources[: len(call.args)]
-    return call.func.id, values, sources
+    row = ""
+    for keyword in call.keywords:
+        if keyword.arg != ROW_KEYWORD:
+            given = "**" + ast.unparse(keyword.value) if keyword.arg is None else f"{keyword.arg}="
+            raise ValueError(
+                f"{name}(): unknown keyword {given}; the only keyword is {ROW_KEYWORD}= (the text of the row the "
+                f"element sits in, e.g. click('[link] edit', {ROW_KEYWORD}='{{author}}')); "
+                "write the other arguments in order, without names"
+            )
+        if name not in ELEMENT_ACTIONS:
+            raise ValueError(f"{name}() acts on no element, so it takes no {ROW_KEYWORD}= keyword")
+        value = _literal(keyword.value)
+        if not isinstance(value, str):
+            raise ValueError(f"{name}(): {ROW_KEYWORD}= must be a string, got {ast.unparse(keyword.value)}")
+        row = value.strip()
+    if name != CALL_ACTION:  # a call's name and arguments are checked by `_step_from_call`
+        _check_against_action_set(ast.Call(func=call.func, args=call.args, keywords=[]))
+    return name, values, sources, row
+
+
+def _literal(node: ast.expr) -> object:
+    try:
+        return ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, RecursionError):
+        raise ValueError(f"argument {ast.unparse(node)!r} is not a literal") from None
 
 
 def _check_against_action_set(call: ast.Call) -> None:
@@ -275,7 +304,7 @@ def _check_against_action_set(call: ast.Call) -> None:
     would reject as an element id, so a placeholder id stands in for it during the check.
     """
     if call.func.id in ELEMENT_ACTIONS and call.args:
-        call = ast.Call(func=call.func, args=[ast.Constant("BID"), *call.args[1:]], keywords=call.keywords)
+        call = ast.Call(func=call.func, args=[ast.Constant("BID"), *call.args[1:]], keywords=[])
     try:
         parse_action(ast.unparse(call), action_set="browser")
     except ActionParseError as exc:
@@ -285,7 +314,7 @@ def _check_against_action_set(call: ast.Call) -> None:
 def _step_from_call(text: str) -> WorkflowStep:
     """One step from a call. A bare element id leaves the target empty with `_ID_TARGET` as its role,
     for the parser to replace with a hint from the step's reasoning (`hint_target`)."""
-    name, values, sources = _literal_call(text)
+    name, values, sources, row = _literal_call(text)
     if name == CALL_ACTION:
         callee, params = (values + [None, None])[:2]
         if len(values) > 2 or not isinstance(callee, str) or not callee.strip() or not isinstance(params, dict):
@@ -311,6 +340,7 @@ def _step_from_call(text: str) -> WorkflowStep:
         else:
             raise ValueError(f"{name}(): the element must be a string, got {sources[0]}")
         value = values[1] if len(values) > 1 else ""
+        target = target.model_copy(update={"row": row})
         return WorkflowStep(action=name, target=target, value=value if isinstance(value, str) else sources[1])
     if not values:
         return WorkflowStep(action=name)

@@ -20,6 +20,8 @@ class ArmSpec(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
+    # The arm's name: its folders are OUT/arms/<name>/rep<N>/ and the report's rows carry it. Letters,
+    # digits, `.`, `_` and `-`, unique; `budget-matched` is reserved for the arm budget_matched adds.
     name: str
 
     def overrides(self) -> dict[str, Any]:
@@ -31,10 +33,16 @@ class AblationConfig(BaseModel):
 
     model_config = ConfigDict(extra="ignore")  # [pipeline], [llm]... belong to others
 
+    # Runs of each arm, each in its own folder and memory store (OUT/arms/<arm>/rep<N>/).
     repeats: int = Field(default=1, ge=1)
+    # Add the `budget-matched` arm: memory off, with max_steps raised so that it may spend the memory
+    # arm's tokens per task (`awm.pipeline.ablation`). Not for Mind2Web.
     budget_matched: bool = False
+    # The most the budget-matched arm may multiply the base max_steps by.
     budget_max_scale: float = Field(default=3.0, ge=1.0)
+    # The arm whose mean tokens per task the budget-matched arm aims at; unset: the first arm with memory on.
     budget_memory_arm: str | None = None
+    # The memory-off arm whose mean tokens per task set the scale; unset: the first arm with memory = "off".
     budget_off_arm: str | None = None
     arm: list[ArmSpec] = Field(min_length=1)
 

@@ -99,42 +99,84 @@ class PipelineConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
+    # The arm's name: its run folder is RUNS_DIR/<time>-<name> and its reports carry it (an ablation's arm
+    # is <name>-<arm>). Not hashed.
     name: str = "pipeline"
+    # Where tasks come from: `miniwob` (MiniWoB++ task names), `webarena` (task numbers; `[webarena]`
+    # names the sites), `browsergym` (full ids such as browsergym/miniwob.click-test), `live` (page URLs,
+    # with `goal`), `sites` (awm's arena templates), `mind2web` (offline, teacher-forced; see above).
     benchmark: Literal["miniwob", "webarena", "browsergym", "live", "sites", "mind2web"] = "miniwob"
     tasks: list[str] = Field(default_factory=list)  # task names; for `live`, the URLs; none for mind2web
     task_files: list[Path] = Field(default_factory=list)  # `sites` only: task files besides awm's own
     goal: str = ""  # `live` only: what the agent should do on each page
     seeds: list[int] | None = None  # None: the benchmark's default (0 for MiniWoB, none for WebArena)
+    # The most actions one episode may take (a live run's `[browser.rails] max_steps` lowers it).
     max_steps: int = Field(default=10, ge=1)
+    # Who acts: `llm` (the LLM agent of `[llm]` and `[agent]`) or `scripted` (replays known solutions: some
+    # MiniWoB tasks, an arena template's demonstration; no model).
     policy: Literal["llm", "scripted"] = "llm"
+    # How memory is built and read: `off`, `online`, `offline` or `fixed` (see above).
     memory: MemoryKind = "online"
+    # One existing scope every task reads instead of its own (`memory = "fixed"` only; what `awm run
+    # --memory SCOPE` sets). Unset: each task's own scope.
     memory_scope: str | None = None
+    # How workflows are induced from admitted episodes: `rule` (from their steps, no model) or `neural`
+    # (the induction model writes them).
     induction: Literal["rule", "neural"] = "rule"
+    # Which episodes may teach memory: `gt` (full ground-truth reward), `judge` (the LLM judge says
+    # success), `both` (the two) or `any` (either); `judge` and `both` need judge = true.
     admission: Literal["gt", "judge", "both", "any"] = "gt"
+    # Ask the LLM judge for a verdict on every episode (recorded in the run); admission `judge`, `both` and
+    # `any` read it.
     judge: bool = False
+    # Online memory: admit, induce and commit after every N tasks of a scope.
     induce_every: int = Field(default=1, ge=1)
+    # How a task's own scope is shown: `all` its workflows, or `topk` the k most similar to the goal
+    # (scope `site` and `benchmark` are always top-k).
     memory_mode: Literal["all", "topk"] = "all"
+    # Workflows shown when memory is read top-k.
     k: int = Field(default=3, ge=1)
+    # `text`: workflows shown in the prompt; `executable`: also a `run_workflow` action for each runnable one.
     workflows: Literal["text", "executable"] = "text"
+    # Which memory a task reads: `task` its own scope, `site` the other templates of its arena site,
+    # `benchmark` every scope of its benchmark (see above); commits go to its own scope.
     scope: Literal["task", "site", "benchmark"] = "task"
+    # `replay`: a new workflow is committed only after it re-ran on its source task and succeeded; `off`:
+    # committed as induced.
     verify: Literal["replay", "off"] = "replay"
+    # Online arms: retire a workflow whose breaks outnumber its completions over its last N
+    # `run_workflow` calls; 0 never retires.
     retire_window: int = Field(default=4, ge=0)
+    # Rule induction also keeps each workflow's reusable parts (a log-in, opening the goal's item), split
+    # where the pages say a procedure ended.
     parts: bool = False
+    # Run folders or trajectory files that `offline` memory is induced from (and `online` memory first);
+    # relative paths are taken from the working directory.
     offline_from: list[Path] = Field(default_factory=list)
+    # Episodes run at once, one browser each (the arena, benchmark `sites`, takes 1). Not hashed.
     workers: int = Field(default=1, ge=1)
+    # Where workers run: `local` (processes on this machine) or `ray`. Not hashed.
     parallel_backend: Literal["local", "ray"] = "local"
+    # The Ray cluster to join with parallel_backend = "ray"; unset: a small local Ray for the run. Not hashed.
     ray_address: str | None = None
+    # Wall-clock limit of one episode in seconds; an episode past it ends as a timeout (a failure).
     episode_timeout_s: float = Field(default=300, gt=0)
     # Mind2Web only (MIND2WEB_FIELDS)
     data: Path | None = None  # the folder of the native JSON splits (train/, test_task/, ...)
+    # The Mind2Web test split the tasks come from.
     split: Literal["test_task", "test_website", "test_domain"] = "test_task"
     websites: list[str] | None = None  # None: every website of the split
     limit: int | None = Field(default=None, ge=1)  # the first N tasks (of each website, if named)
+    # How each step's candidate elements are ranked: `minilm` (MiniLM embeddings of the task against each
+    # candidate; offline, untrained) or `mindact` (MindAct's published scores, `scores`).
     ranker: Literal["minilm", "mindact"] = "minilm"
     scores: Path | None = None  # MindAct score pickle (default DATA/scores_all_data.pkl)
+    # Candidate elements shown per step: the ranker's top k.
     top_k: int = Field(default=10, ge=1)
     page_format: str | None = None  # `awm.mind2web.prompt.PAGE_FORMATS`; None: the run's default
+    # Solved train steps shown in each prompt as examples; 0: none.
     exemplars: int = Field(default=0, ge=0)
+    # Seed of the exemplar sample.
     exemplar_seed: int = 0
     max_tokens: int | None = Field(default=None, ge=1)  # answer tokens per step; None: [llm] max_tokens
 

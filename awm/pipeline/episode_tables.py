@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from awm.evaluation.success import is_success
-from awm.trajectory import Trajectory, load_trajectory
+from awm.trajectory import Step, Trajectory, action_values, load_trajectory
 
 TOP = 10
 _BID = re.compile(r"'\d+'")
@@ -127,6 +127,52 @@ def guidance_acted(trajectories: list[Trajectory]) -> dict[str, str]:
     }
 
 
+# Actions whose repeat means the same value went into the same field again, wherever the page is.
+_VALUE_ACTIONS = frozenset({"fill", "select_option"})
+
+
+def _repeat_key(step: Step) -> tuple | None:
+    """What makes a model step the same act as an earlier one: the same value into the same field (on
+    any page), or the same click or key press on the same control of the same URL. None: a step with no
+    element (a scroll, an ending), which the loop detector judges on its own."""
+    name = (step.action or {}).get("name", "")
+    if step.target is None or not name:
+        return None
+    where = () if name in _VALUE_ACTIONS else (step.url,)
+    return (name, step.target.role, step.target.label, tuple(action_values(step)), *where)
+
+
+def first_repetition(trajectory: Trajectory) -> int | None:
+    """The index of the episode's first model step that repeats an earlier step that worked
+    (`_repeat_key`), or None."""
+    done: set[tuple] = set()
+    for step in trajectory.steps:
+        if step.called_by is not None:
+            continue
+        key = _repeat_key(step)
+        if key is None:
+            continue
+        if key in done:
+            return step.index
+        if step.outcome == "ok":
+            done.add(key)
+    return None
+
+
+def repetitions(trajectories: list[Trajectory]) -> dict[str, int]:
+    """What the steps after an episode's first repetition bought: how many episodes repeated themselves,
+    how many of those were solved anyway, and how many model steps (and their prompt tokens) came at or
+    after the first repetition."""
+    repeated = [(t, i) for t in trajectories if (i := first_repetition(t)) is not None]
+    after = [s for t, i in repeated for s in t.steps if s.called_by is None and s.index >= i]
+    return {
+        "episodes": len(repeated),
+        "solved": sum(is_success(t) for t, _ in repeated),
+        "model_steps_after": len(after),
+        "prompt_tokens_after": sum(s.prompt_tokens for s in after),
+    }
+
+
 def anatomy(trajectories: list[Trajectory], group: Callable[[Trajectory], str]) -> dict:
     """Where the failed episodes went wrong: ends, step failure classes, repeated actions, parse refusals;
     and which guidance filters acted (all episodes)."""
@@ -147,12 +193,21 @@ def anatomy(trajectories: list[Trajectory], group: Callable[[Trajectory], str]) 
         "repeated_actions": dict(repeated.most_common(TOP)),
         "parse_refusals": dict(refusals.most_common(TOP)),
         "guidance_acted": guidance_acted(trajectories),
+        "repetitions": repetitions(trajectories),
     }  # fmt: skip
 
 
 def anatomy_lines(causes: dict) -> list[str]:
     """The anatomy as markdown sections."""
     lines = [f"## Failure anatomy ({causes['failed_episodes']} failed episodes)", ""]
+    if "repetitions" in causes:
+        r = causes["repetitions"]
+        lines += [
+            f"Repeated themselves (an act that had worked, done again): {r['episodes']} episodes, {r['solved']} of "
+            f"them solved; {r['model_steps_after']} model steps ({r['prompt_tokens_after']:,} prompt tokens) at or "
+            "after the first repetition.",
+            "",
+        ]
     for title, key in (
         ("How failed episodes ended", "ends_of_failed"),
         ("Step failure classes (all episodes)", "failure_classes"),

@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 
 from awm.evaluation.audit import JudgeAudit, audit
 from awm.evaluation.success import SUCCESS_RULE, is_success
-from awm.pipeline.episode_tables import step_costs
+from awm.pipeline.episode_tables import repetitions, step_costs
 from awm.pipeline.results import replay_warnings
 from awm.pipeline.stats import (
     CI_WILSON,
@@ -128,6 +128,7 @@ class ArmStats(BaseModel):
     workflow_calls_completed: int = 0  # of which every sub-step ran
     tokens_per_task: dict[str, float] = Field(default_factory=dict)  # actor, judge, induction, total
     step_costs: dict[str, float] = Field(default_factory=dict)  # the model's steps: `episode_tables.step_costs`
+    repetitions: dict[str, int] = Field(default_factory=dict)  # episodes that repeated an act: `episode_tables`
     cost_per_task_usd: float = 0.0
     seconds_per_task: float | None = None
     wall_seconds: float = 0.0
@@ -289,6 +290,7 @@ def arm_stats(name: str, runs: Sequence[ArmRun], *, actor_cost_usd: float = 0.0)
         workflow_calls_completed=sum(r.workflow_calls_completed for r in rows),
         tokens_per_task={k: round(v, 1) for k, v in tokens.items()},
         step_costs=step_costs(trajectories),
+        repetitions=repetitions(trajectories),
         cost_per_task_usd=per(actor_cost_usd + other_cost),
         seconds_per_task=sum(r.seconds for r in rows) / n if n else None,
         wall_seconds=round(sum(run.wall_seconds for run in runs), 1),

@@ -163,7 +163,10 @@ def _calls_section(report: AblationReport) -> list[str]:
 
 
 def _step_cost_section(report: AblationReport) -> list[str]:
-    header = ("arm", "model steps", "model s/step (median / p95)", "prompt tokens/step (median / p95)", "reused")
+    header = (
+        "arm", "model steps", "model s/step (median / p95)", "prompt tokens/step (median / p95)", "reused",
+        "repeated (solved)", "steps after a repeat",
+    )  # fmt: skip
     rows = []
     for a in report.arms:
         c = a.step_costs
@@ -175,6 +178,8 @@ def _step_cost_section(report: AblationReport) -> list[str]:
             f"{c['model_s_per_step_median']:.1f} / {c['model_s_per_step_p95']:.1f}",
             f"{c['prompt_tokens_per_step_median']:,.0f} / {c['prompt_tokens_per_step_p95']:,.0f}",
             f"{100 * c['reused_fraction']:.0f}%",
+            f"{a.repetitions.get('episodes', 0)} ({a.repetitions.get('solved', 0)})",
+            a.repetitions.get("model_steps_after", 0),
         ))  # fmt: skip
     if not rows:
         return []
@@ -182,9 +187,11 @@ def _step_cost_section(report: AblationReport) -> list[str]:
         "What a model step cost",
         "Over the steps with a model call (a workflow's sub-steps have none): the model's seconds and the "
         "prompt's tokens per step, and the share of prompt tokens the model server reused from its prefix "
-        "cache (what it did not process again; 0% where a server does not say).",
+        "cache (what it did not process again; 0% where a server does not say); the episodes that repeated "
+        "an act that had worked (the same value into the same field, the same click on the same page), how "
+        "many of them were solved all the same, and the model steps spent from the first repeat on.",
         "",
-        *md_table(header, "lrrrr", rows),
+        *md_table(header, "lrrrrrr", rows),
     )
 
 

@@ -408,7 +408,7 @@ def _sub_step(
         thought=wstep.reasoning,
         action=action.model_dump(mode="json") if action is not None else None,
         action_str=render_action(action) if action is not None else "",
-        target=target or TargetDesc(role=wstep.target.role, label=wstep.target.label),
+        target=target or TargetDesc(role=wstep.target.role, label=wstep.target.label, row=wstep.target.row),
         box=shown.box(action.target_id) if shown is not None and action is not None else None,
         outcome="ok" if report.ok else "denied" if denied else _FAILURE_OUTCOME.get(report.failure or "", "action_error"),
         error=report.error,
