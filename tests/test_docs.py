@@ -80,6 +80,15 @@ def test_every_settings_row_has_a_type_and_a_default() -> None:
             assert row.type and row.default, (table.title, row)
 
 
+def test_every_setting_has_a_description() -> None:
+    """A new setting needs a `Field(description=...)` or a comment above or beside it: what it does, its
+    values, its unit."""
+    tables = settings_tables()
+    assert sum(len(table.rows) for table in tables) > 80  # every table was walked
+    missing = [f"{table.title}: {row.key}" for table in tables for row in table.rows if not row.description]
+    assert not missing, "settings without a description in the reference:\n" + "\n".join(missing)
+
+
 class _Example(BaseModel):
     """A table for the test."""
 
