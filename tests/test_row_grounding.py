@@ -13,6 +13,7 @@ from awm.grounding.snapshot import Element
 from awm.induction.rule import induce_rule, row_part
 from awm.memory.view import MemoryView
 from awm.memory.workflow import Workflow, WorkflowStep, bind_parameters
+from awm.pipeline.replay import replay_values
 from awm.sites.templates import Template
 from awm.trajectory import Step, TargetDesc, Task, Trajectory
 from awm.webarena.env import BrowserSession
@@ -55,6 +56,11 @@ def test_induction_makes_the_row_a_parameter_bound_from_the_next_goal() -> None:
 def test_a_row_the_goal_does_not_name_is_not_kept() -> None:
     [workflow], _ = induce_rule([_starred("a", "someone", "Newsletter from Ada Park")])
     assert workflow.steps[0].target.row == ""
+
+
+def test_a_replay_reads_a_row_the_goal_does_not_state_off_its_source_step() -> None:
+    unstated = STAR.model_copy(update={"description": "Star a mail."})  # the goal binds nothing
+    assert replay_values(unstated, _starred("a", "Ada Park", "Newsletter from Ada Park")) == {"row": "Newsletter from Ada Park"}
 
 
 def test_grounding_takes_the_one_control_in_the_named_row() -> None:

@@ -351,8 +351,9 @@ def _step_from_call(text: str) -> WorkflowStep:
 
 def parse_step(text: str) -> WorkflowStep:
     """One step written as a WebArena-style call with a ``[role] label`` target (``fill('[textbox]
-    Summary', '{summary}')``): what task files' demonstrations are made of. A bare element id is
-    refused (it names an element of one page only). Raises ValueError saying what is wrong."""
+    Summary', '{summary}')``, ``click('[link] edit', row='{author}')``): what task files' demonstrations
+    are made of. A bare element id is refused (it names an element of one page only). Raises ValueError
+    saying what is wrong."""
     step = _step_from_call(_action_text(text))
     if step.target.role == _ID_TARGET:
         raise ValueError(f"{text.strip()!r} names an element id; write its target as '[role] label'")
@@ -538,7 +539,8 @@ def import_workflows(
             reasoning = "\n".join(text for _, text in current.pending)
             update: dict[str, object] = {"reasoning": reasoning}
             if step.target.role == _ID_TARGET:
-                update["target"] = hint = hint_target(step.action, reasoning)
+                hint = hint_target(step.action, reasoning).model_copy(update={"row": step.target.row})
+                update["target"] = hint
                 report.hints.append(IdHint(workflow=current.name, step=len(current.steps) + 1, target=hint))
             current.steps.append(step.model_copy(update=update))
             current.pending.clear()

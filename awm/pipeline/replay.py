@@ -47,8 +47,9 @@ class ReplayResult(BaseModel):
 
 def replay_values(workflow: Workflow, source: Trajectory) -> dict[str, str]:
     """The values a replay of `workflow` on its source task gives for the parameters the goal does not
-    state: read off the source's own steps (the step whose value or label is exactly that placeholder,
-    matched in order by action and role). Parameters it cannot find stay out (the replay then fails with
+    state: read off the source's own steps (the step whose value, label or row is exactly that
+    placeholder, matched in order by action and role; a row's value is the source row's whole text, which
+    holds the part the placeholder stood for). Parameters it cannot find stay out (the replay then fails with
     'missing parameter', which is the truth: the workflow cannot be run on its own source)."""
     bound = bind_parameters(workflow, source.task.goal)
     wanted = open_parameters(workflow, bound)
@@ -62,7 +63,8 @@ def replay_values(workflow: Workflow, source: Trajectory) -> dict[str, str]:
         if match is None:
             continue
         cursor = match + 1
-        for template, actual in ((wstep.value, steps[match].value), (wstep.target.label, steps[match].label)):
+        recorded = steps[match]
+        for template, actual in ((wstep.value, recorded.value), (wstep.target.label, recorded.label), (wstep.target.row, recorded.row)):
             whole = PLACEHOLDER.fullmatch(template.strip())
             if whole and whole.group(1) in wanted:
                 values.setdefault(whole.group(1), actual)
