@@ -100,7 +100,8 @@ def reset_cmd(site: SiteOption = None) -> None:
 
 @app.command("down")
 def down_cmd(site: SiteOption = None) -> None:
-    """Stop each site's server and every process it started, and those of the workers' own copies.
+    """Stop each site's server and every process it started, and those of the workers' own copies (with
+    AWM_SITE_INSTANCE set: that copy alone).
 
     Example: awm sites down
     """
@@ -109,8 +110,9 @@ def down_cmd(site: SiteOption = None) -> None:
 
     console = Console()
     for s in _sites(site):
-        console.print(f"{s.name}: {'stopped' if lifecycle.down(s) else 'was not running'}")
-        for instance in lifecycle.instances(s):
+        named = f" ({s.instance})" if s.instance else ""
+        console.print(f"{s.name}{named}: {'stopped' if lifecycle.down(s) else 'was not running'}")
+        for instance in [] if s.instance else lifecycle.instances(s):
             if lifecycle.down(get_site(s.name, instance=instance)):
                 console.print(f"{s.name} ({instance}): stopped")
 
