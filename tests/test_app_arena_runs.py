@@ -25,6 +25,11 @@ def record_arena_run(run_dir: Path) -> None:
         for task_id, seed, reward in OUTCOMES:
             task = Task(task_id=f"browsergym/{task_id}", goal="g", scope=task_id, benchmark="sites", seed=seed)
             trajectory = Trajectory(trajectory_id=f"{task_id}#{seed}", task=task, verdict=Verdict(reward=reward))
+            if task_id.startswith("sites.trac.close-ticket") and seed == 3:  # what the task reported at its end
+                trajectory.meta["env_info"] = {
+                    "template": "trac.close-ticket", "check": "no row matched; but the episode also changed ...",
+                    "changes": ["milestone: 1 changed (~('1.0', 'Ship it') -> ('1.0', 'gone'))"],
+                }  # fmt: skip
             recorder.start_episode(trajectory)
             trajectory.end = "done"
             recorder.end_episode(trajectory)
@@ -49,4 +54,9 @@ def test_the_run_page_groups_an_arena_run_by_site_and_template(tmp_path: Path, c
         assert rows.count() == 3
         assert rows.nth(1).inner_text().split("\t") == ["trac", "close-ticket", "2", "1"]
         snap(page, "run-by-template")
+        page.goto(f"{base}/runs/arena/episodes/sites.trac.close-ticket%233")  # what it changed in the site
+        assert page.locator("[data-site-changed]").inner_text() == "milestone: 1 changed (~('1.0', 'Ship it') -> ('1.0', 'gone'))"
+        assert page.locator("[data-site-check]").inner_text().startswith("no row matched; but the episode also")
+        page.goto(f"{base}/runs/arena/episodes/sites.trac.close-ticket%232")  # no report: nothing claimed
+        assert page.locator("[data-site-changed]").count() == 0
         page.close()

@@ -299,9 +299,22 @@ def episode_view_data(
         "folder": folder, "episode": row, "status": episode_status(row), "decided": decided_by(row),
         "step_counts": step_counts(row.model_steps, row.sub_steps), "tree": tree, "call_values": values,
         "shots": shots, "memory_url": memory_url, "workflows_used": trajectory.workflows_used,
-        "live_facts": live_facts(summary) if live else [], "embedded": embed,
+        "live_facts": live_facts(summary) if live else [], "site_facts": site_facts(trajectory), "embedded": embed,
         "final_page": _final_page(folder, trajectory, embed),
     }  # fmt: skip
+
+
+def site_facts(trajectory: Trajectory) -> list[tuple[str, str]]:
+    """An arena episode's check and what it changed in the site's database (`awm.sites.changes`), as the
+    task reported them at its end: what a person reads to see whether it broke anything else."""
+    info = trajectory.meta.get("env_info") or {}
+    if "template" not in info:
+        return []
+    facts = [("check", str(info.get("check") or "not decided (the episode ended before its check)"))]
+    if "changes" in info:
+        changes = [str(c) for c in info.get("changes") or []]
+        facts.append(("changed", "; ".join(changes) if changes else "nothing in the site's database"))
+    return facts
 
 
 class FinalPage(BaseModel):

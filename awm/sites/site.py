@@ -124,6 +124,14 @@ class Site(ABC):
         return self.home / "server.log"
 
     @property
+    def bookkeeping(self) -> dict[str, tuple[str, ...]]:
+        """What the application writes on its own whenever anyone logs in or looks (`awm.sites.bookkeeping`):
+        left out of an episode's changes."""
+        from awm.sites.bookkeeping import BOOKKEEPING
+
+        return BOOKKEEPING.get(self.name, {})
+
+    @property
     def database(self) -> Path:
         """The live SQLite database (what success checks read)."""
         return self.live / self.database_file

@@ -12,7 +12,9 @@ sandbox and nothing leaves it) and opens the template's start page. `validate` r
 check (`awm.sites.checks`): the reward is 1.0 or 0.0 and `info["check"]` says what held or failed.
 A check of the site's state alone ends the episode as soon as it holds (the site closes the task, as a
 MiniWoB++ page does); a check of the agent's answer or of an infeasible report is decided when the
-agent ends.
+agent ends. When the task is done (or the agent ended it), the site's database is compared with the
+state it was reset to (`awm.sites.changes`): `info["changes"]` lists what changed, and a change to a
+table the template may not change (`Template.may_change`) fails a check that passed, naming the rows.
 
 The confirmation gate is not consulted on these tasks (the sites are sandboxes reset between
 episodes); `info["gate"]` records that.
@@ -29,6 +31,7 @@ from browsergym.core.registration import register_task
 from browsergym.core.task import AbstractBrowserTask
 
 from awm.sites import lifecycle
+from awm.sites.changes import database_changes, undeclared
 from awm.sites.checks import Evidence, evaluate
 from awm.sites.registry import get_site
 from awm.sites.templates import PASSWORD, Template, load_templates
@@ -118,6 +121,19 @@ class SiteTask(AbstractBrowserTask):
         )
         outcome = evaluate(check, self.template.values(self.number), self.site.database, evidence)
         facts = {**self.facts(), "check": outcome.detail}
+        if not (outcome.passed or ended):
+            return 0.0, False, "", facts
+        # The task is done, or the agent ended it: what else did the episode change?
+        changes = database_changes(self.site.pristine / self.site.database_file, self.site.database, bookkeeping=self.site.bookkeeping)
+        facts["changes"] = [c.describe() for c in changes]
+        extra = undeclared(changes, self.template.may_change)
+        if outcome.passed and extra:
+            allowed = ", ".join(self.template.may_change or []) or "nothing"
+            facts["check"] = (
+                f"{outcome.detail}; but the episode also changed what the task may not ({allowed} may change): "
+                + "; ".join(c.describe() for c in extra)
+            )
+            return 0.0, True, "", facts
         if outcome.passed:
             return 1.0, True, "", facts
         return 0.0, ended, "", facts

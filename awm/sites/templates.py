@@ -21,7 +21,9 @@ adds a researcher's own)::
 
 Demonstrations are steps of a workflow in our own action language, targets as ``[role] label``
 (`awm.memory.text_format.parse_step`), so the scripted replay can run them and offline induction can
-learn from them. Every error names the file, the template and the key, and says what was expected.
+learn from them. A control repeated in every row (an Edit link per post) is told apart by its row:
+``click('[link] edit', row='{author}')``. Every error names the file, the template and the key, and
+says what was expected.
 """
 
 from __future__ import annotations
@@ -78,7 +80,18 @@ class Template(BaseModel):
     login: str | None = None
     demo: list[str] = Field(default_factory=list)
     instance: list[Instance] = Field(default_factory=list)
+    # The tables the task may change (`awm.sites.changes`): a change to any other fails the check, with
+    # the rows named. Left out: an information, navigation or infeasible template changes nothing, and
+    # what any other kind changes is not held (`may_change`).
+    changes: list[str] | None = None
     source: str = ""
+
+    @property
+    def may_change(self) -> list[str] | None:
+        """The tables an episode of this template may change; None: any."""
+        if self.changes is not None:
+            return self.changes
+        return [] if self.kind in ("information", "navigation", "infeasible") else None
 
     @property
     def key(self) -> str:
@@ -221,6 +234,11 @@ def _problems(template: Template, sites: dict[str, SiteFacts]) -> list[str]:
             problems.append(f"{where}.values: the check's SQL binds :{', :'.join(unbound)} and this instance has no value for it")
     if template.login is None and PASSWORD in PLACEHOLDER.findall(template.goal):
         problems.append("goal: {password} needs login = '<account>'")
+    if template.changes and facts is not None and facts.schema is not None:
+        tables = set(re.findall(r'CREATE TABLE (?:IF NOT EXISTS )?"?(\w+)"?', facts.schema))
+        unknown = [t for t in template.changes if t not in tables]
+        if unknown:
+            problems.append(f"changes: {', '.join(unknown)} is not a table of {template.site}'s database")
     if template.check.sql is not None and facts is not None:
         if facts.schema is None:
             problems.append(f"check.sql: no schema file for site {template.site} to check the query against")
