@@ -12,12 +12,17 @@ from __future__ import annotations
 from awm.sites.changes import WHOLE_TABLE
 
 BOOKKEEPING: dict[str, dict[str, tuple[str, ...]]] = {
-    # A log-in writes the session, its attributes and a cookie.
-    "trac": {"auth_cookie": (WHOLE_TABLE,), "session": (WHOLE_TABLE,), "session_attribute": (WHOLE_TABLE,)},
-    # A log-in writes a session and the last log-in time; each dashboard edit is logged; views, searches
-    # and basket additions are counted (Oscar's analytics).
+    # A log-in writes the session, its attributes and a cookie; an admin change bumps a cache generation.
+    "trac": {
+        "auth_cookie": (WHOLE_TABLE,), "session": (WHOLE_TABLE,), "session_attribute": (WHOLE_TABLE,),
+        "cache": (WHOLE_TABLE,),
+    },
+    # A log-in writes a session and the last log-in time, and opens the customer's (empty) basket; each
+    # dashboard edit is logged; views, searches and basket additions are counted (Oscar's analytics).
+    # What a basket holds is in basket_line.
     "shop": {
         "django_session": (WHOLE_TABLE,), "auth_user": ("last_login",), "django_admin_log": (WHOLE_TABLE,),
+        "basket_basket": (WHOLE_TABLE,),
         "analytics_productrecord": (WHOLE_TABLE,), "analytics_userproductview": (WHOLE_TABLE,),
         "analytics_userrecord": (WHOLE_TABLE,), "analytics_usersearch": (WHOLE_TABLE,),
     },
