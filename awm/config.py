@@ -133,7 +133,6 @@ GUIDANCE_FILTERS = (
     "ending_before_composed_text",
     "sending_composed_text",
     "sending_typed_value",
-    "resending_shown_value",
     "no_page_to_go_back_to",
     "repeated_plain_actions",
     "completed_workflows",

@@ -43,7 +43,6 @@ from awm.webarena.guidance_filters import (
     parts_in_order,
     refused_workflows,
     repeated_plain_actions,
-    resending_shown_value,
     sending_composed_text,
     sending_typed_value,
     spent_choices,
@@ -317,34 +316,6 @@ def test_sending_typed_value_keeps_the_agent_in_the_form_until_it_sends_the_goal
     assert sending_typed_value(context(page, [typed]), offer) == offer
     formless = page.model_copy(update={"forms": {}})
     assert sending_typed_value(context(formless, [typed], ends_itself=True), offer) == offer
-
-
-def test_resending_shown_value_holds_the_search_box_on_the_page_that_answered_its_search() -> None:
-    """A bookshop: the goal's title typed into the search box and sent with Enter; the results page says
-    what it matched and lists the book. Typing into a box of that label, or pressing a key in it, is
-    held there; the results' links and the sort list stay. Not held where the value was not sent, where
-    sending it left the page at its URL (a failed log-in), where the page shows the value only in a
-    field, or on a benchmark page."""
-    goal = 'Which publisher printed "The Hobbit"?'
-    typed = done("fill", {"bid": "54", "value": "The Hobbit"}, target=TargetDesc(role="textbox", label="Search"))
-    sent = done("press", {"bid": "54", "key_comb": "Enter"})
-    results_lines = [
-        ("54", "textbox", "Search", ""), ("55", "button", "Search", ""),
-        ("70", "heading", 'Products matching "The Hobbit"', ""), ("91", "link", "The Hobbit", ""),
-        ("77", "combobox", "Sort by", ""),
-    ]  # fmt: skip
-    results = shop_page(results_lines, goal=goal).model_copy(update={"url": "http://shop.example.test/search/?q=The+Hobbit"})
-    offer = Offer(ids_for=None, names=None)
-    left = resending_shown_value(context(results, [typed, sent], ends_itself=True), offer)
-    assert left.ids_for is not None and "54" not in left.ids_for["fill"] and "54" not in left.ids_for["press"]
-    assert "77" in left.ids_for["fill"] and "click" not in left.ids_for
-    assert resending_shown_value(context(results, [typed], ends_itself=True), offer) == offer
-    same_url = results.model_copy(update={"url": SHOP})
-    assert resending_shown_value(context(same_url, [typed, sent], ends_itself=True), offer) == offer
-    only_in_field = shop_page([("54", "textbox", "Search", " value='The Hobbit'"), ("55", "button", "Search", "")], goal=goal)
-    moved = only_in_field.model_copy(update={"url": "http://shop.example.test/search/?q=The+Hobbit"})
-    assert resending_shown_value(context(moved, [typed, sent], ends_itself=True), offer) == offer
-    assert resending_shown_value(context(results, [typed, sent]), offer) == offer
 
 
 def test_no_page_to_go_back_to_holds_go_back_until_the_episode_left_its_first_page() -> None:

@@ -25,12 +25,11 @@ from awm.actions import ACTION_SETS, TEXT_ENTRY_ROLES, TOGGLE_ROLES
 from awm.config import GuidanceMode
 from awm.errors import ConfigError
 from awm.goal_values import extract_goal_literals
-from awm.grounding.ground import norm
 from awm.grounding.snapshot import Element
 from awm.memory.view import opened_item
 from awm.memory.workflow import PLACEHOLDER
 from awm.trajectory import Step, action_values
-from awm.webarena.answer_check import asks_question, page_says
+from awm.webarena.answer_check import asks_question
 from awm.webarena.env import PageState
 from awm.webarena.fingerprint import ControlState
 from awm.webarena.goal_progress import GoalGuidance, guidance
@@ -589,50 +588,6 @@ def sending_typed_value(context: FilterContext, offer: Offer) -> Offer:
     return _with_note(offer, f"The goal's value is typed in [{bid}] and not sent yet: {sends}.")
 
 
-def _sent_fills(history: Sequence[Step], url_now: str) -> list[Step]:
-    """The `fill`s of this episode that worked and were sent: a click or key press worked after them and
-    the page it led to has another URL than the one the value was typed on."""
-    sent = []
-    for i, step in enumerate(history):
-        if step.outcome != "ok" or (step.action or {}).get("name") != "fill" or step.target is None:
-            continue
-        for j in range(i + 1, len(history)):
-            if _sends(history[j]):
-                url_after = history[j + 1].url if j + 1 < len(history) else url_now
-                if url_after != step.url:
-                    sent.append(step)
-                break
-    return sent
-
-
-def resending_shown_value(context: FilterContext, offer: Offer) -> Offer:
-    """Holds `fill` and `press` on a text field, where the agent ends the task itself, while this episode
-    already typed a value into a field of the same label and sent it (a click or key press worked after
-    it, and led to another URL), and this page shows that value as its text (not as a field's value:
-    `page_says`): the page is the site's answer to that value, and sending it again gives it again.
-
-    Why: measured on the arena's shop (template scope, instance 2, 1f3b5fc): on product-brand the 1.5B
-    model typed the product's title into the search box and pressed Enter; the results page said
-    'Products matching "Stainless Steel Saucepan 2 qt"', listed the product's link, and the goal note
-    named it; the model typed the title and searched again, twice, and answered that the brand was not
-    listed. Why it holds on an ordinary website: a search run again, a form sent again with the value
-    the page already answered, leads to the same page (or posts twice); a field whose value was not
-    answered (a failed log-in shows the name only in its field) stays offered.
-    """
-    if not context.ends_itself:
-        return offer
-    page = context.page
-    says = norm(page_says(page.text))
-    labels = {
-        step.target.label
-        for step in _sent_fills(context.history, page.url)
-        if step.target is not None and step.target.label
-        and any(len(v) > 1 and norm(v) in says for v in action_values(step))
-    }  # fmt: skip
-    held = [b for b in page.ids if page.elements[b].role in TEXT_ENTRY_ROLES and page.elements[b].label in labels]
-    return offer.without_ids(held, ("fill", "press"), page.ids) if held else offer
-
-
 def no_page_to_go_back_to(context: FilterContext, offer: Offer) -> Offer:
     """Holds `go_back` while every step of the episode so far was on the page shown now: there is no
     page of this task to go back to, and the browser's history holds only the blank tab it opened from.
@@ -836,7 +791,6 @@ FILTERS: tuple[GuidanceFilter, ...] = (
     GuidanceFilter(ending_before_composed_text, role_aware_only=False),
     GuidanceFilter(sending_composed_text, gives_way=True),
     GuidanceFilter(sending_typed_value, gives_way=True),
-    GuidanceFilter(resending_shown_value, gives_way=True),
     GuidanceFilter(no_page_to_go_back_to, role_aware_only=False),
     GuidanceFilter(repeated_plain_actions, gives_way=True),
     GuidanceFilter(completed_workflows, role_aware_only=False),
