@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 
 from awm.trajectory import Step, Task, Trajectory, Verdict
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def bench_demo():
-    spec = importlib.util.spec_from_file_location("bench_demo", ROOT / "scripts" / "bench_demo.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("bench_demo", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_demo")
 
 
 def episode(reward: float, *steps: tuple[int, int, float]) -> Trajectory:

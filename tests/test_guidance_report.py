@@ -2,23 +2,17 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 from awm.trajectory import Step, Task, Trajectory, Verdict
+from tests.scripts import load_script
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def report_module():
-    spec = importlib.util.spec_from_file_location("guidance_report", ROOT / "scripts" / "guidance_report.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("guidance_report", module)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("guidance_report")
 
 
 def write_run(folder: Path, outcomes: dict[str, tuple[float, list[list[str]]]]) -> Path:
