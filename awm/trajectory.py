@@ -6,7 +6,7 @@ Stored as JSON (never Python repr), validated on load, so a log file is data, ne
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -277,3 +277,26 @@ def _looks_like_trajectory(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(head, dict) and "trajectory_id" in head and "task" in head
+
+
+# Actions whose repeat means the same value went into the same field again, wherever the page is.
+_VALUE_ACTIONS = frozenset({"fill", "select_option"})
+
+
+def repeat_key(step: Step) -> tuple | None:
+    """What makes a model step the same act as an earlier one: the same value into the same field (on
+    any page), or the same click or key press on the same control of the same URL. None: a step with no
+    element (a scroll, an ending), which the loop detector judges on its own."""
+    name = (step.action or {}).get("name", "")
+    if step.target is None or not name:
+        return None
+    where = () if name in _VALUE_ACTIONS else (step.url,)
+    return (name, step.target.role, step.target.label, tuple(action_values(step)), *where)
+
+
+def repeats_of(history: Sequence[Step], step: Step) -> int:
+    """How many earlier model steps of `history` that worked were the same act as `step` (`repeat_key`)."""
+    key = repeat_key(step)
+    if key is None:
+        return 0
+    return sum(1 for s in history if s.called_by is None and s.outcome == "ok" and repeat_key(s) == key)

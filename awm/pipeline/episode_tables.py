@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from awm.evaluation.success import is_success
-from awm.trajectory import Step, Trajectory, action_values, load_trajectory
+from awm.trajectory import Trajectory, load_trajectory, repeats_of
 
 TOP = 10
 _BID = re.compile(r"'\d+'")
@@ -127,36 +127,11 @@ def guidance_acted(trajectories: list[Trajectory]) -> dict[str, str]:
     }
 
 
-# Actions whose repeat means the same value went into the same field again, wherever the page is.
-_VALUE_ACTIONS = frozenset({"fill", "select_option"})
-
-
-def _repeat_key(step: Step) -> tuple | None:
-    """What makes a model step the same act as an earlier one: the same value into the same field (on
-    any page), or the same click or key press on the same control of the same URL. None: a step with no
-    element (a scroll, an ending), which the loop detector judges on its own."""
-    name = (step.action or {}).get("name", "")
-    if step.target is None or not name:
-        return None
-    where = () if name in _VALUE_ACTIONS else (step.url,)
-    return (name, step.target.role, step.target.label, tuple(action_values(step)), *where)
-
-
 def first_repetition(trajectory: Trajectory) -> int | None:
     """The index of the episode's first model step that repeats an earlier step that worked
-    (`_repeat_key`), or None."""
-    done: set[tuple] = set()
-    for step in trajectory.steps:
-        if step.called_by is not None:
-            continue
-        key = _repeat_key(step)
-        if key is None:
-            continue
-        if key in done:
-            return step.index
-        if step.outcome == "ok":
-            done.add(key)
-    return None
+    (`awm.trajectory.repeat_key`), or None."""
+    model_steps = [s for s in trajectory.steps if s.called_by is None]
+    return next((s.index for n, s in enumerate(model_steps) if repeats_of(model_steps[:n], s)), None)
 
 
 def repetitions(trajectories: list[Trajectory]) -> dict[str, int]:

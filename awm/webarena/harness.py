@@ -24,7 +24,7 @@ from awm.grounding.executor import ExecutorConfig
 from awm.memory.view import MemoryView
 from awm.rails import RailsError
 from awm.secrets import Secrets
-from awm.trajectory import EpisodeEnd, Step, StepOutcome, Task, Trajectory
+from awm.trajectory import EpisodeEnd, Step, StepOutcome, Task, Trajectory, repeats_of
 from awm.webarena.absence_check import contradicted_absence
 from awm.webarena.env import BrowserSession, PageState, agent_ends, is_live
 from awm.webarena.executor import read_control
@@ -84,6 +84,12 @@ class HarnessConfig(BaseModel):
     transient_backoff_s: float = 0.3
     loop_repeat_nudge: int = 2
     loop_repeat_stop: int = 3
+    # An act that already worked this episode, done again (the same value into the same field, the same
+    # click on the same page: `awm.trajectory.repeat_key`), on any page: the first repeat is told so, the
+    # `repeat_stop`-th ends the episode as stuck. Measured before it: on the main job's off arm 2 of 6
+    # episodes repeated themselves and spent 10 of its 38 model steps from the first repeat on, solving
+    # none; on the forum and the live pages with guidance off, 8 more, none solved.
+    repeat_stop: int = 2
     episode_timeout_s: float = 300
     role_checks: bool = True  # refuse e.g. fill() on a button at parse time (see `page_targets`)
     # Refusals of the rails fed back before the next one ends the run (`_slip`): a value typed into a
@@ -494,6 +500,14 @@ def _run_step(
     nudge = ""
     if repeats >= config.loop_repeat_nudge:
         nudge = f"You repeated {step.action_str} with no change; try something else."
+    done_before = repeats_of(trajectory.steps, step)
+    if done_before >= config.repeat_stop:
+        raise NoProgress(f"did {step.action_str} again: the same act already worked {done_before} times this episode")
+    if done_before:
+        nudge = (
+            f"You did this before in this episode ({step.action_str} on '{step.target.label if step.target else ''}') "
+            "and it worked: doing it again leads to the same page. Use what that page showed, or do something else."
+        )
     if rails is not None:  # plan time: the field the model chose, read off the page now
         refusal = rails.field_refusal(action, _control_for(session, action))
         if refusal:
