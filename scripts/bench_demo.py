@@ -5,7 +5,7 @@ What it measures, stage by stage, with the same code `awm demo` runs (`awm.demo`
   figure `make demo` pays in a fresh clone, when nothing is);
 - demonstrations: the scripted replay (no model) of the config's train instances into the folder its
   memory arm induces from;
-- each arm: wall seconds, episodes per minute, success, and over the steps with a model call the model's
+- each arm (the response cache off: every model call is made): wall seconds, episodes per minute, success, and over the steps with a model call the model's
   seconds per step and the prompt's tokens per step (median, p95), and the share of prompt tokens the
   model server reused from its prefix cache (llama.cpp reports it; the rest it had to process).
 
@@ -121,7 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     replay_demonstrations(config, load_settings(config), console)
     demonstrations_s = time.monotonic() - started
     plan = load_ablation(config)
-    report, _ = run_ablation(plan, out / "demo", console=console)
+    # Every model call made, none served from the response cache: a second run of the bench would
+    # otherwise replay the first one's answers in no time.
+    uncached = plan.settings.model_copy(update={"llm": plan.settings.llm.model_copy(update={"cache": False})})
+    report, _ = run_ablation(plan.model_copy(update={"settings": uncached}), out / "demo", console=console)
     arms = []
     for arm in report.arms:  # type: ignore[union-attr]
         folder = out / "demo" / "arms" / arm.name / "rep1"
