@@ -280,7 +280,7 @@ def _looks_like_trajectory(path: Path) -> bool:
 
 
 # Actions whose repeat means the same value went into the same field again, wherever the page is.
-_VALUE_ACTIONS = frozenset({"fill", "select_option"})
+VALUE_ACTIONS = frozenset({"fill", "select_option"})
 
 
 def repeat_key(step: Step) -> tuple | None:
@@ -290,7 +290,7 @@ def repeat_key(step: Step) -> tuple | None:
     name = (step.action or {}).get("name", "")
     if step.target is None or not name:
         return None
-    where = () if name in _VALUE_ACTIONS else (step.url,)
+    where = () if name in VALUE_ACTIONS else (step.url,)
     return (name, step.target.role, step.target.label, tuple(action_values(step)), *where)
 
 

@@ -24,7 +24,7 @@ from awm.grounding.executor import ExecutorConfig
 from awm.memory.view import MemoryView
 from awm.rails import RailsError
 from awm.secrets import Secrets
-from awm.trajectory import EpisodeEnd, Step, StepOutcome, Task, Trajectory, repeats_of
+from awm.trajectory import VALUE_ACTIONS, EpisodeEnd, Step, StepOutcome, Task, Trajectory, repeats_of
 from awm.webarena.absence_check import contradicted_absence
 from awm.webarena.env import BrowserSession, PageState, agent_ends, is_live
 from awm.webarena.executor import read_control
@@ -84,12 +84,13 @@ class HarnessConfig(BaseModel):
     transient_backoff_s: float = 0.3
     loop_repeat_nudge: int = 2
     loop_repeat_stop: int = 3
-    # An act that already worked this episode, done again (the same value into the same field, the same
-    # click on the same page: `awm.trajectory.repeat_key`), on any page: the first repeat is told so, the
-    # `repeat_stop`-th ends the episode as stuck. Measured before it: on the main job's off arm 2 of 6
-    # episodes repeated themselves and spent 10 of its 38 model steps from the first repeat on, solving
-    # none; on the forum and the live pages with guidance off, 8 more, none solved.
-    repeat_stop: int = 2
+    # A value that already went into a field this episode, typed or chosen into that field again
+    # `repeat_stop` times (`awm.trajectory.repeat_key`), on any page, ends the episode as stuck. Measured before it (bench_demo at 645df65): on the main job's off arm 2 of 6
+    # episodes repeated themselves and spent 10 of its 38 model steps, 217 of its 569 s, from the first
+    # repeat on, solving none; on the forum and the live pages with guidance off 8 more, none solved.
+    # Telling the model at the first repeat and ending at the second (tried at 0ca3c35) cost more: the
+    # told model went on for more steps (15 after a repeat, 40 in all) and solved none either.
+    repeat_stop: int = Field(default=1, ge=1)
     episode_timeout_s: float = 300
     role_checks: bool = True  # refuse e.g. fill() on a button at parse time (see `page_targets`)
     # Refusals of the rails fed back before the next one ends the run (`_slip`): a value typed into a
@@ -500,14 +501,11 @@ def _run_step(
     nudge = ""
     if repeats >= config.loop_repeat_nudge:
         nudge = f"You repeated {step.action_str} with no change; try something else."
-    done_before = repeats_of(trajectory.steps, step)
+    # Only a value typed or chosen again: a click on the same control again may be a toggle (a folder
+    # opened and shut, an option of a list added), which the page-state counts above judge.
+    done_before = repeats_of(trajectory.steps, step) if (action.name in VALUE_ACTIONS) else 0
     if done_before >= config.repeat_stop:
-        raise NoProgress(f"did {step.action_str} again: the same act already worked {done_before} times this episode")
-    if done_before:
-        nudge = (
-            f"You did this before in this episode ({step.action_str} on '{step.target.label if step.target else ''}') "
-            "and it worked: doing it again leads to the same page. Use what that page showed, or do something else."
-        )
+        raise NoProgress(f"did {step.action_str} again: the same act already worked {done_before} time(s) this episode")
     if rails is not None:  # plan time: the field the model chose, read off the page now
         refusal = rails.field_refusal(action, _control_for(session, action))
         if refusal:
