@@ -20,7 +20,7 @@ def test_the_demo_replays_the_train_instances_of_its_templates_into_the_memory_a
     assert train_instances(tasks[:2], []) == [
         "trac.file-ticket#0", "trac.file-ticket#1", "trac.comment-ticket#0", "trac.comment-ticket#1",
     ]  # fmt: skip
-    assert len(train_instances(["trac"], [])) == 36  # a site: every template's two train instances
+    assert len(train_instances(["trac"], [])) == 38  # a site: every template's two train instances (19 templates)
     assert demonstration_folders(CONFIGS / "miniwob-demo.toml") == ([], [], [])  # nothing to replay
 
 
