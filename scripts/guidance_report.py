@@ -16,11 +16,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 
 from awm.evaluation.success import is_success
-from awm.pipeline.episode_tables import latest_trajectories
+from awm.pipeline.episode_tables import filter_episodes, latest_trajectories
 from awm.trajectory import Trajectory, load_trajectory
 
 
@@ -44,21 +43,14 @@ def compare(on_run: dict[str, tuple[Trajectory, bool]], off_run: dict[str, tuple
     solved_on, solved_off = {k for k in keys if on_run[k][1]}, {k for k in keys if off_run[k][1]}
     won = [k for k in keys if k in solved_on and k not in solved_off]
     lost = [k for k in keys if k in solved_off and k not in solved_on]
-    steps: Counter[str] = Counter()
-    episodes: dict[str, set[str]] = {}
-    for k in keys:
-        for s in on_by[k].steps:
-            for name in s.guidance:
-                steps[name] += 1
-                episodes.setdefault(name, set()).add(k)
     filters = {
         name: {
-            "steps": steps[name],
-            "episodes": len(episodes[name]),
-            "solved": sum(k in solved_on for k in episodes[name]),
-            "solved_only_with_guidance": sum(k in won for k in episodes[name]),
+            "steps": n,
+            "episodes": len(acted_in),
+            "solved": len(acted_in & solved_on),
+            "solved_only_with_guidance": len(acted_in & set(won)),
         }
-        for name, _ in steps.most_common()
+        for name, (n, acted_in) in filter_episodes(on_by).items()
     }
     return {
         "tasks": len(keys),

@@ -13,7 +13,7 @@ import math
 import re
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from awm.evaluation.success import is_success
@@ -107,23 +107,27 @@ def group_rows(trajectories: list[Trajectory], group: Callable[[Trajectory], str
     return rows
 
 
-def guidance_acted(trajectories: list[Trajectory]) -> dict[str, str]:
-    """Per guidance filter that acted in these episodes (`Step.guidance`): on how many of the model's
-    steps, in how many episodes, and how many of those episodes were solved. A filter that never acts on
-    a benchmark cannot help there; one that acts only in episodes lost anyway has not shown that it does."""
+def filter_episodes(episodes: Mapping[str, Trajectory]) -> dict[str, tuple[int, set[str]]]:
+    """Per guidance filter that acted in these episodes (key -> episode; `Step.guidance`): the model steps
+    it acted on and the keys of the episodes it acted in, most steps first."""
     steps: Counter[str] = Counter()
-    episodes: dict[str, set[str]] = {}
-    solved: dict[str, set[str]] = {}
-    for t in trajectories:
+    acted_in: dict[str, set[str]] = {}
+    for key, t in episodes.items():
         for s in t.steps:
             for name in s.guidance:
                 steps[name] += 1
-                episodes.setdefault(name, set()).add(t.trajectory_id)
-                if is_success(t):
-                    solved.setdefault(name, set()).add(t.trajectory_id)
+                acted_in.setdefault(name, set()).add(key)
+    return {name: (n, acted_in[name]) for name, n in steps.most_common()}
+
+
+def guidance_acted(trajectories: list[Trajectory]) -> dict[str, str]:
+    """Per guidance filter that acted in these episodes (`filter_episodes`): on how many of the model's
+    steps, in how many episodes, and how many of those episodes were solved. A filter that never acts on
+    a benchmark cannot help there; one that acts only in episodes lost anyway has not shown that it does."""
+    solved = {t.trajectory_id for t in trajectories if is_success(t)}
+    acted = filter_episodes({t.trajectory_id: t for t in trajectories})
     return {
-        name: f"{n} steps in {len(episodes[name])} episodes ({len(solved.get(name, ()))} solved)"
-        for name, n in steps.most_common()
+        name: f"{n} steps in {len(keys)} episodes ({len(keys & solved)} solved)" for name, (n, keys) in acted.items()
     }
 
 

@@ -85,8 +85,9 @@ class HarnessConfig(BaseModel):
     loop_repeat_nudge: int = 2
     loop_repeat_stop: int = 3
     # A value that already went into a field this episode, typed or chosen into that field again
-    # `repeat_stop` times (`awm.trajectory.repeat_key`), on any page, ends the episode as stuck. Measured before it (bench_demo at 645df65): on the main job's off arm 2 of 6
-    # episodes repeated themselves and spent 10 of its 38 model steps, 217 of its 569 s, from the first
+    # `repeat_stop` times (`awm.trajectory.repeat_key`), on any page, ends the episode as stuck.
+    # Measured before it (bench_demo at 645df65): on the main job's off arm 2 of 6 episodes repeated
+    # themselves and spent 10 of its 38 model steps, 217 of its 569 s, from the first
     # repeat on, solving none; on the forum and the live pages with guidance off 8 more, none solved.
     # Telling the model at the first repeat and ending at the second (tried at 0ca3c35) cost more: the
     # told model went on for more steps (15 after a repeat, 40 in all) and solved none either.
